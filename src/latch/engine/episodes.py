@@ -342,19 +342,21 @@ list list_files list_dir webfetch web_fetch websearch web_search""".split()
 )
 _MUTATING_CMDS = hotpaths.MUTATING_COMMANDS
 """Literals of :data:`_MUTATING_CMD_RE`, one in each alternative: a substring test rules most calls out."""
-_MUTATING_CMD_RE = lazy_compile(r"\*\*\* Begin Patch|\bapply_patch\b|\bsed -i\b|\bgit apply\b")
-_EDITOR_CMD_RE = lazy_compile(r'"command"\s*:\s*"(create|str_replace|insert|undo_edit|write|view)"')
-_TEST_CMD = (
-    r"\b(?:pytest|py\.test|unittest|tox|nox|jest|vitest|mocha|ctest|phpunit|rspec|mypy|pyright|ruff|flake8|pylint|"
-    r"eslint|tsc|cargo (?:test|check|clippy|build|nextest)|go (?:test|vet|build)|(?:npm|yarn|pnpm|bun) (?:run )?"
-    r"(?:test|lint|typecheck|build)|make (?:test|check)|mvn (?:test|verify)|gradle(?:w)? (?:test|check)|"
-    r"dotnet test|swift test|zig build test)\b"
+_MUTATING_CMD_RE = lazy_compile(
+    "|".join(re.escape(w) if w.startswith("*") else rf"\b{re.escape(w)}\b" for w in _MUTATING_CMDS)
 )
-_READ_CMD = r'(?:^|["\s;&|(])(?:cat|head|tail|sed -n|rg|grep|ls|find|nl|wc|less|tree)[\s]'
+"""A mutating command: ``*** Begin Patch`` anywhere, the other :data:`latch.hotpaths.MUTATING_COMMANDS` between
+word boundaries."""
+_EDITOR_CMD_RE = lazy_compile(r'"command"\s*:\s*"(create|str_replace|insert|undo_edit|write|view)"')
 _TEST_WORDS = hotpaths.TEST_COMMANDS
-"""The alternatives of :data:`_TEST_CMD`, spelled out (a test pins that they match the same texts)."""
 _READ_WORDS = hotpaths.READ_COMMANDS
-"""The command words of :data:`_READ_CMD`."""
+_TEST_CMD = r"\b(?:" + "|".join(map(re.escape, _TEST_WORDS)) + r")\b"
+"""A test-like command: one of :data:`latch.hotpaths.TEST_COMMANDS` between word boundaries (the plain pattern;
+:meth:`_Scanner.test_cmd` gives its verdicts faster)."""
+_READ_CMD = r'(?:^|["\s;&|(])(?:' + "|".join(map(re.escape, _READ_WORDS)) + r")[\s]"
+"""A read command: one of :data:`latch.hotpaths.READ_COMMANDS` at the start or after ``"``, whitespace, ``;``,
+``&``, ``|`` or ``(``, followed by whitespace (the plain pattern; :meth:`_Scanner.read_cmd` gives its verdicts
+faster)."""
 _TEST_TRIE = _trie(_TEST_WORDS)
 _READ_TRIE = _trie(_READ_WORDS)
 _ASCII_SPACE = r"\t-\r\x1c-\x20"
