@@ -826,10 +826,8 @@ class EpisodeIndex:
             op.markers |= markers
 
     def _read_note(self, seq: int, event: SystemNote) -> None:
-        if event.subtype.startswith(
-            ATTACHMENT_NOTE
-        ):  # searchable by people, no index terms: the views stay as they were
-            self._segment(seq, False)
+        if event.subtype.startswith(ATTACHMENT_NOTE):
+            self._segment(seq, False)  # searchable by people, no index terms: the views stay as they were
             return
         sub = event.subtype.lower()
         markers = (FAILURE if "error" in sub else 0) | (
