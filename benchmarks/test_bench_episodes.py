@@ -17,7 +17,10 @@ An ASCII text's path runs (:func:`latch.hotpaths.ascii_path_runs`) and a call's 
 (:func:`latch.hotpaths.ascii_command_classes`) are each found in one native pass: CPU ratio 1.09, 0.95 -> 0.65,
 0.63 (before, after, after, before), and the stress viewer's ``episodes`` part at 10^5 events
 (``test_bench_stress_viewer_parts.py``) 24.1, 22.7 -> 17.1, 16.3 µs of CPU per event (its viewing CPU 11.1, 10.8
--> 9.9, 9.7 s), on the 2-core machine at load average 5 to 6.
+-> 9.9, 9.7 s), on the 2-core machine at load average 5 to 6. Each event read straight into the open segment by a
+reader chosen once per event type (no features tuple made and unpacked per event): the ``episodes`` part 16.7, 21.7 ->
+15.6, 19.6 and 18.9, 19.1 -> 16.4, 16.9 µs of CPU per event (two rounds of before, after, after, before; load
+average 6 to 7), ``ratio_to_word_scan_cpu`` 0.80, 0.67 -> 0.62, 0.58 and 0.75, 0.69 -> 0.64, 0.59.
 
 ``test_extend_term_counts_native_vs_lists`` builds the same index with the native term counter
 (:class:`latch.hotpaths.TermCounts`: an ASCII text's terms counted in one pass, no list of terms made) and

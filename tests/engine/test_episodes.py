@@ -12,7 +12,16 @@ from hypothesis import strategies as st
 
 from latch.engine import episodes as E
 from latch.engine.episodes import Episode, EpisodeIndex, extract_terms
-from latch.events import AssistantMessage, CompactionMarker, SystemNote, ToolCall, ToolResult, Usage, UserMessage
+from latch.events import (
+    AssistantMessage,
+    CompactionMarker,
+    SystemNote,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+    ValidationEvidence,
+)
 from latch.store import StoredEvent
 
 
@@ -180,6 +189,49 @@ def test_volume_cap_splits_on_characters():
 def test_markers(events, expected):
     (ep,) = built([UserMessage("task")] + events).episodes
     assert ep.marker_names == expected
+
+
+class _Prompt(UserMessage):
+    pass
+
+
+class _Answer(AssistantMessage):
+    pass
+
+
+class _Result(ToolResult):
+    pass
+
+
+class _Note(SystemNote):
+    pass
+
+
+def test_each_event_is_read_as_the_first_event_class_it_is():
+    """A subclass of an event class reads as that class (the reader is chosen per type, once); a kind with
+    none of them reads its searchable text, and its name gives the markers."""
+    plain = [
+        UserMessage("fix src/app.py"),
+        AssistantMessage("running it", tool_calls=(call("a", "Bash", command="pytest -q"),)),
+        ToolResult("a", "2 failed in tests/test_app.py", is_error=True, exit_code=1),
+        SystemNote("compacted", subtype="compact_boundary"),
+    ]
+    subclassed = [
+        _Prompt("fix src/app.py"),
+        _Answer("running it", tool_calls=(call("a", "Bash", command="pytest -q"),)),
+        _Result("a", "2 failed in tests/test_app.py", is_error=True, exit_code=1),
+        _Note("compacted", subtype="compact_boundary"),
+    ]
+    assert digest(built(subclassed).episodes) == digest(built(plain).episodes)
+    (ep,) = built(plain).episodes
+    assert ep.files == ("src/app.py", "tests/test_app.py")
+    assert ep.tools == ("Bash",)
+    assert ep.marker_names == ("validation_failed", "reground", "failure")
+    other = built([UserMessage("task"), ValidationEvidence(command="make check", status="passed", summary="ok.py")])
+    (ep,) = other.episodes
+    assert ep.marker_names == ("evidence",)
+    assert ep.files == ("ok.py",)
+    assert other.term_id("validation") is not None
 
 
 def test_result_in_a_later_segment_still_resolves_its_call():

@@ -68,7 +68,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from itertools import filterfalse
-from typing import Any, NamedTuple
+from typing import Any
 
 from .. import hotpaths
 from ..events import (
@@ -342,19 +342,21 @@ list list_files list_dir webfetch web_fetch websearch web_search""".split()
 )
 _MUTATING_CMDS = hotpaths.MUTATING_COMMANDS
 """Literals of :data:`_MUTATING_CMD_RE`, one in each alternative: a substring test rules most calls out."""
-_MUTATING_CMD_RE = lazy_compile(r"\*\*\* Begin Patch|\bapply_patch\b|\bsed -i\b|\bgit apply\b")
-_EDITOR_CMD_RE = lazy_compile(r'"command"\s*:\s*"(create|str_replace|insert|undo_edit|write|view)"')
-_TEST_CMD = (
-    r"\b(?:pytest|py\.test|unittest|tox|nox|jest|vitest|mocha|ctest|phpunit|rspec|mypy|pyright|ruff|flake8|pylint|"
-    r"eslint|tsc|cargo (?:test|check|clippy|build|nextest)|go (?:test|vet|build)|(?:npm|yarn|pnpm|bun) (?:run )?"
-    r"(?:test|lint|typecheck|build)|make (?:test|check)|mvn (?:test|verify)|gradle(?:w)? (?:test|check)|"
-    r"dotnet test|swift test|zig build test)\b"
+_MUTATING_CMD_RE = lazy_compile(
+    "|".join(re.escape(w) if w.startswith("*") else rf"\b{re.escape(w)}\b" for w in _MUTATING_CMDS)
 )
-_READ_CMD = r'(?:^|["\s;&|(])(?:cat|head|tail|sed -n|rg|grep|ls|find|nl|wc|less|tree)[\s]'
+"""A mutating command: ``*** Begin Patch`` anywhere, the other :data:`latch.hotpaths.MUTATING_COMMANDS` between
+word boundaries."""
+_EDITOR_CMD_RE = lazy_compile(r'"command"\s*:\s*"(create|str_replace|insert|undo_edit|write|view)"')
 _TEST_WORDS = hotpaths.TEST_COMMANDS
-"""The alternatives of :data:`_TEST_CMD`, spelled out (a test pins that they match the same texts)."""
 _READ_WORDS = hotpaths.READ_COMMANDS
-"""The command words of :data:`_READ_CMD`."""
+_TEST_CMD = r"\b(?:" + "|".join(map(re.escape, _TEST_WORDS)) + r")\b"
+"""A test-like command: one of :data:`latch.hotpaths.TEST_COMMANDS` between word boundaries (the plain pattern;
+:meth:`_Scanner.test_cmd` gives its verdicts faster)."""
+_READ_CMD = r'(?:^|["\s;&|(])(?:' + "|".join(map(re.escape, _READ_WORDS)) + r")[\s]"
+"""A read command: one of :data:`latch.hotpaths.READ_COMMANDS` at the start or after ``"``, whitespace, ``;``,
+``&``, ``|`` or ``(``, followed by whitespace (the plain pattern; :meth:`_Scanner.read_cmd` gives its verdicts
+faster)."""
 _TEST_TRIE = _trie(_TEST_WORDS)
 _READ_TRIE = _trie(_READ_WORDS)
 _ASCII_SPACE = r"\t-\r\x1c-\x20"
@@ -528,28 +530,6 @@ def _shell_link(call: ToolCall) -> tuple[str, str] | None:
     return None
 
 
-class _Features(NamedTuple):
-    """What one event contributes (a pure function of the event; a tuple: built in C, about 5x faster than a
-    frozen dataclass, once per event accepted)."""
-
-    intent: str | None  # topic of a new user intent (non-meta UserMessage), else None
-    unit_start: bool  # a volume-cap split may happen before this event
-    chars: int  # text volume
-    terms: Sequence[str]  # an intent's terms, in order of occurrence (the list as made: nothing changes it later)
-    texts: tuple[str, ...]  # the texts whose terms the event contributes (after ``terms``), in order
-    term_chars: int  # characters of each of ``texts`` read for terms
-    call_files: Sequence[str]
-    text_files: Sequence[str]
-    tools: tuple[str, ...]
-    calls: tuple[tuple[str, int, tuple[str, str] | None], ...]  # (call id, call class, _shell_link)
-    result: tuple[str, bool, int | None, bool] | None  # (call id, is_error, exit_code, missing)
-    markers: int
-
-
-_NOTHING = _Features(None, False, 0, (), (), SCAN_CHARS, (), (), (), (), None, 0)
-"""The features of an event that contributes nothing (usage, an attachment note)."""
-
-
 def _topic(text: str) -> str:
     words = " ".join(text.split())
     if not words:
@@ -561,132 +541,6 @@ def _topic(text: str) -> str:
     if space >= TOPIC_CHARS // 2:
         cut = cut[:space]
     return cut + "…"
-
-
-def _features(event: Event) -> _Features:
-    """Features of one event, a pure function of its value. Not cached: each event is read once per index, and a
-    cache over a long session misses on every event (a rebuild reads the whole log in order)."""
-    if type(event) is Usage:  # the most frequent kind after messages and results: nothing to read
-        return _NOTHING
-    none: tuple[Any, ...] = ()
-    if isinstance(event, UserMessage):
-        if event.is_meta:
-            return _Features(None, True, len(event.text), none, none, SCAN_CHARS, none, none, none, none, None, 0)
-        text = event.text if event.text.strip() or not event.media else "(image)"
-        return _Features(
-            _topic(text),
-            True,
-            len(event.text),
-            extract_terms(event.text),
-            none,
-            SCAN_CHARS,
-            none,
-            _paths(event.text),
-            none,
-            none,
-            None,
-            0,
-        )
-    if isinstance(event, AssistantMessage):
-        texts = [event.text]
-        call_files: list[str] = []
-        calls = []
-        chars = len(event.text)
-        for c in event.tool_calls:
-            chars += len(c.arguments)
-            args = _argument_text(c)
-            texts.append(f"{c.name} {args}")
-            call_files.extend(_paths(args))
-            calls.append((c.id, _classify_call(c.name, c.arguments, c.args), _shell_link(c)))
-        return _Features(
-            None,
-            True,
-            chars,
-            none,
-            tuple(texts),
-            SCAN_CHARS,
-            call_files,
-            _paths(event.text),
-            tuple(c.name for c in event.tool_calls),
-            tuple(calls),
-            None,
-            0,
-        )
-    if isinstance(event, ToolResult):
-        markers = FAILURE if event.is_error else 0
-        return _Features(
-            None,
-            False,
-            len(event.content),
-            none,
-            (event.content,),
-            RESULT_TERM_CHARS,
-            none,
-            _paths(event.content),
-            none,
-            none,
-            (event.call_id, event.is_error, event.exit_code, event.missing),
-            markers,
-        )
-    if isinstance(event, Usage):
-        return _NOTHING
-    if isinstance(event, SystemNote):
-        if event.subtype.startswith(
-            ATTACHMENT_NOTE
-        ):  # searchable by people, no index terms: the views stay as they were
-            return _NOTHING
-        sub = event.subtype.lower()
-        markers = (FAILURE if "error" in sub else 0) | (
-            REGROUND if sub in ("reground", "compact_boundary", "manual_compact") else 0
-        )
-        return _Features(
-            None,
-            True,
-            len(event.text),
-            none,
-            (event.text,),
-            RESULT_TERM_CHARS,
-            none,
-            _paths(event.text),
-            none,
-            none,
-            None,
-            markers,
-        )
-    if isinstance(event, CompactionMarker):
-        return _Features(
-            None,
-            True,
-            len(event.summary),
-            none,
-            (event.summary,),
-            SCAN_CHARS,
-            none,
-            _paths(event.summary),
-            none,
-            none,
-            None,
-            REGROUND,
-        )
-    if isinstance(event, SubagentMarker):
-        return _Features(
-            None,
-            True,
-            len(event.description),
-            none,
-            (event.description,),
-            SCAN_CHARS,
-            none,
-            _paths(event.description),
-            none,
-            none,
-            None,
-            0,
-        )
-    kind = event.KIND.lower()
-    text = event.searchable_text()
-    markers = (REGROUND if ("compact" in kind or "reground" in kind) else 0) | (EVIDENCE if "evidence" in kind else 0)
-    return _Features(None, True, len(text), none, (text,), SCAN_CHARS, none, _paths(text), none, none, None, markers)
 
 
 _LOCATION_KEYS = frozenset(("workdir", "cwd", "working_dir", "working_directory"))
@@ -846,18 +700,24 @@ class EpisodeIndex:
         another session (a session change needs :meth:`rebuild`).
         """
         accepted = 0
+        readers = _READERS
         for stored in stored_events:
-            if stored.seq <= self.watermark:
+            seq = stored.seq
+            if seq <= self.watermark:
                 continue
             if self.session_id is None:
                 self.session_id = stored.session_id
             elif stored.session_id != self.session_id:
                 raise ValueError(
-                    f"episode index of session {self.session_id} got event seq {stored.seq} of session "
+                    f"episode index of session {self.session_id} got event seq {seq} of session "
                     f"{stored.session_id}; a session change needs rebuild()"
                 )
-            self._accept(stored.seq, _features(stored.event))
-            self.watermark = stored.seq
+            event = stored.event
+            read = readers.get(type(event))
+            if read is None:
+                read = readers[type(event)] = _reader(type(event))
+            read(self, seq, event)
+            self.watermark = seq
             accepted += 1
         return accepted
 
@@ -870,63 +730,141 @@ class EpisodeIndex:
         self._reset()
         return self.extend(stored_events)
 
-    def _accept(self, seq: int, f: _Features) -> None:
+    # Each _read_* method accepts one event of its kind (_reader picks it by the event's type): the segment it
+    # joins (_segment, or a new one for an intent), its text volume, terms, files, tools, calls and markers.
+    def _segment(self, seq: int, unit_start: bool) -> _Open:
+        """The open segment event ``seq`` (not a new intent) joins, counted in: a first segment when none is
+        open, a continuation when ``unit_start`` and the open one is full (the volume cap)."""
         op = self._open
-        if f.intent is not None:
-            if op is not None:
-                self._close()
-            op = self._start(_Open(self._closed + 1, 1, f.intent, seq))
-        elif op is None:
+        if op is None:
             op = self._start(_Open(self._closed + 1, 1, "(session start)", seq))
-        elif f.unit_start and op.full():
+        elif unit_start and op.full():
             self._close()
             op = self._start(_Open(self._closed + 1, op.part + 1, op.topic, seq))
         op.last_seq = seq
         op.events += 1
-        if f is _NOTHING:  # usage, attachment notes: nothing more to add
+        return op
+
+    def _read_nothing(self, seq: int, event: Any) -> None:
+        """Usage, an attachment note: the event joins the segment, nothing more."""
+        self._segment(seq, False)
+
+    def _read_user(self, seq: int, event: UserMessage) -> None:
+        text = event.text
+        if event.is_meta:
+            self._segment(seq, True).chars += len(text)
             return
-        op.chars += f.chars
+        topic = _topic(text if text.strip() or not event.media else "(image)")
+        terms = extract_terms(text)
+        files = _paths(text)
+        if self._open is not None:
+            self._close()
+        op = self._start(_Open(self._closed + 1, 1, topic, seq))
+        op.last_seq = seq
+        op.events += 1
+        op.chars += len(text)
+        op.topic_terms = terms  # the list as made: nothing changes it later
+        self._term_counts.add(terms)
+        self._text_files(op, files)
+
+    def _read_assistant(self, seq: int, event: AssistantMessage) -> None:
+        op = self._segment(seq, True)
         counts = self._term_counts
-        if f.intent is not None:
-            op.topic_terms = f.terms
-            counts.add(f.terms)
-        for text in f.texts:  # an ASCII text's terms are counted in one native pass, never made into a list
-            if not counts.add_text(text, f.term_chars):
-                counts.add(extract_terms(text[: f.term_chars]))
-        for p in f.call_files:
-            op.call_files[self._file_id(p)] = None
-        for p in f.text_files:
-            op.text_files[self._file_id(p)] = None
-        for name in f.tools:
-            op.tools[name] = None
-        for call_id, cls, link in f.calls:
-            self._pending[call_id] = cls
-            if link is not None:
-                self._links[call_id] = link
-        markers = f.markers
-        if f.result is not None:
-            call_id, is_error, exit_code, missing = f.result
-            cls = self._pending.pop(call_id, _OTHER)
-            link = self._links.pop(call_id, None)
-            if link is not None and link[0] == "start" and not is_error and not missing and exit_code is None:
-                self._shells[link[1]] = cls  # started detached: its outcome comes with a later read_bash
-                cls = _OTHER
-            elif (
-                link is not None
-                and link[0] == "poll"
-                and link[1] in self._shells
-                and not missing
-                and (exit_code is not None)
-            ):
-                cls = self._shells.pop(link[1])  # the async command's exit: the outcome of its class
-            if cls == _VALIDATE and not missing:
-                ok = exit_code == 0 if exit_code is not None else not is_error
-                markers |= VALIDATION_PASSED if ok else VALIDATION_FAILED
-            elif cls == _MUTATE and not is_error:
-                markers |= MUTATION
-            elif cls == _READ and not is_error:
-                markers |= EVIDENCE
+        text = event.text
+        chars = len(text)
+        if not counts.add_text(text, SCAN_CHARS):  # an ASCII text's terms: counted in one native pass
+            counts.add(extract_terms(text[:SCAN_CHARS]))
+        if event.tool_calls:
+            call_files = op.call_files
+            file_id = self._file_id
+            for c in event.tool_calls:
+                chars += len(c.arguments)
+                args = _argument_text(c)
+                call_text = f"{c.name} {args}"
+                if not counts.add_text(call_text, SCAN_CHARS):
+                    counts.add(extract_terms(call_text[:SCAN_CHARS]))
+                for p in _paths(args):
+                    call_files[file_id(p)] = None
+                op.tools[c.name] = None
+                self._pending[c.id] = _classify_call(c.name, c.arguments, c.args)
+                link = _shell_link(c)
+                if link is not None:
+                    self._links[c.id] = link
+        op.chars += chars
+        files = _paths(text)  # after the calls' files: those take their ids first
+        if files:
+            self._text_files(op, files)
+
+    def _read_result(self, seq: int, event: ToolResult) -> None:
+        op = self._segment(seq, False)
+        content = event.content
+        op.chars += len(content)
+        if not self._term_counts.add_text(content, RESULT_TERM_CHARS):
+            self._term_counts.add(extract_terms(content[:RESULT_TERM_CHARS]))
+        files = _paths(content)
+        if files:
+            self._text_files(op, files)
+        is_error, exit_code, missing = event.is_error, event.exit_code, event.missing
+        markers = FAILURE if is_error else 0
+        cls = self._pending.pop(event.call_id, _OTHER)
+        link = self._links.pop(event.call_id, None) if self._links else None
+        if link is not None and link[0] == "start" and not is_error and not missing and exit_code is None:
+            self._shells[link[1]] = cls  # started detached: its outcome comes with a later read_bash
+            cls = _OTHER
+        elif (
+            link is not None and link[0] == "poll" and link[1] in self._shells and not missing and exit_code is not None
+        ):
+            cls = self._shells.pop(link[1])  # the async command's exit: the outcome of its class
+        if cls == _VALIDATE and not missing:
+            ok = exit_code == 0 if exit_code is not None else not is_error
+            markers |= VALIDATION_PASSED if ok else VALIDATION_FAILED
+        elif cls == _MUTATE and not is_error:
+            markers |= MUTATION
+        elif cls == _READ and not is_error:
+            markers |= EVIDENCE
+        if markers:
+            op.markers |= markers
+
+    def _read_note(self, seq: int, event: SystemNote) -> None:
+        if event.subtype.startswith(ATTACHMENT_NOTE):
+            self._segment(seq, False)  # searchable by people, no index terms: the views stay as they were
+            return
+        sub = event.subtype.lower()
+        markers = (FAILURE if "error" in sub else 0) | (
+            REGROUND if sub in ("reground", "compact_boundary", "manual_compact") else 0
+        )
+        self._read_text(seq, event.text, RESULT_TERM_CHARS, markers)
+
+    def _read_compaction(self, seq: int, event: CompactionMarker) -> None:
+        self._read_text(seq, event.summary, SCAN_CHARS, REGROUND)
+
+    def _read_subagent(self, seq: int, event: SubagentMarker) -> None:
+        self._read_text(seq, event.description, SCAN_CHARS, 0)
+
+    def _read_other(self, seq: int, event: Event) -> None:
+        kind = event.KIND.lower()
+        markers = (REGROUND if ("compact" in kind or "reground" in kind) else 0) | (
+            EVIDENCE if "evidence" in kind else 0
+        )
+        self._read_text(seq, event.searchable_text(), SCAN_CHARS, markers)
+
+    def _read_text(self, seq: int, text: str, term_chars: int, markers: int) -> None:
+        """An event that can start a unit and contributes one text (its first ``term_chars`` characters read for
+        terms) and ``markers``."""
+        op = self._segment(seq, True)
+        op.chars += len(text)
+        self._count_terms(text, term_chars)
+        self._text_files(op, _paths(text))
         op.markers |= markers
+
+    def _count_terms(self, text: str, term_chars: int) -> None:
+        """Count the terms of ``text[:term_chars]`` (an ASCII text's in one native pass, never made into a list)."""
+        if not self._term_counts.add_text(text, term_chars):
+            self._term_counts.add(extract_terms(text[:term_chars]))
+
+    def _text_files(self, op: _Open, paths: list[str] | tuple[str, ...]) -> None:
+        for p in paths:
+            op.text_files[self._file_id(p)] = None
 
     def _start(self, op: _Open) -> _Open:
         """Open the segment ``op`` (the previous one is closed): its terms count from zero."""
@@ -1131,6 +1069,29 @@ class EpisodeIndex:
                 return text
             chosen.pop()  # a non-additive estimator: drop the lowest-priority entry and re-check
         return ""
+
+
+_READERS: dict[type, Callable[[EpisodeIndex, int, Any], None]] = {}
+"""The reader of each event type met so far (:func:`_reader`)."""
+
+
+def _reader(kind: type) -> Callable[[EpisodeIndex, int, Any], None]:
+    """The :class:`EpisodeIndex` method that accepts an event of type ``kind``: chosen by the first of the event
+    classes ``kind`` is (a subclass is read as its base)."""
+    if kind is Usage:  # the most frequent kind after messages and results: nothing to read
+        return EpisodeIndex._read_nothing
+    for base, read in (
+        (UserMessage, EpisodeIndex._read_user),
+        (AssistantMessage, EpisodeIndex._read_assistant),
+        (ToolResult, EpisodeIndex._read_result),
+        (Usage, EpisodeIndex._read_nothing),
+        (SystemNote, EpisodeIndex._read_note),
+        (CompactionMarker, EpisodeIndex._read_compaction),
+        (SubagentMarker, EpisodeIndex._read_subagent),
+    ):
+        if issubclass(kind, base):
+            return read
+    return EpisodeIndex._read_other
 
 
 def _render_line(ep: Episode) -> str:
