@@ -171,9 +171,12 @@ class MessageCosts:
 
 def _same_calls(a: Sequence[ViewToolCall], b: Sequence[ViewToolCall]) -> bool:
     """Whether two messages' tool calls hold the very same ``id``, ``name`` and ``arguments`` strings."""
-    return len(a) == len(b) and all(
-        x.id is y.id and x.name is y.name and x.arguments is y.arguments for x, y in zip(a, b, strict=True)
-    )
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):  # a loop, not all() over a generator: most messages hold one call
+        if x.id is not y.id or x.name is not y.name or x.arguments is not y.arguments:
+            return False
+    return True
 
 
 _MESSAGE_COSTS: weakref.WeakValueDictionary[int, MessageCosts] = weakref.WeakValueDictionary()
@@ -358,7 +361,8 @@ class Unit:
     def cost(self, counter: TokenCounter) -> int:
         """Estimated tokens of the unit (cached; ``msg_tokens`` per message), image tokens included."""
         if self.tokens < 0:
-            self.msg_tokens = tuple(counter.message(m) for m in self.messages)
+            message = counter.message
+            self.msg_tokens = tuple([message(m) for m in self.messages])
             self.tokens = sum(self.msg_tokens)
             n = t = 0
             for m in self.messages:
