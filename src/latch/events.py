@@ -42,7 +42,7 @@ import re
 import sys
 import types
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from .records import dataclass
 
@@ -51,7 +51,10 @@ try:
 except ImportError:  # pragma: no cover - depends on build
     _native = None
 
+_T = TypeVar("_T")
+
 __all__ = [
+    "slot_constructor",
     "PendingEvent",
     "Event",
     "UserMessage",
@@ -423,6 +426,52 @@ def _decoder(cls: type) -> Callable[[Mapping[str, Any]], Any]:
     lines.append("    return obj")
     exec("\n".join(lines), env)  # noqa: S102 - the text is made here from the class's field names
     made: Callable[[Mapping[str, Any]], Any] = env["decode"]
+    return made
+
+
+def slot_constructor(cls: type[_T]) -> Callable[..., _T]:
+    """A function taking ``cls``'s fields as its ``__init__`` does (positionally or by name, the same defaults) and
+    returning the instance ``cls(...)`` returns. For a frozen dataclass with slots whose ``__init__`` is the one
+    ``dataclasses`` makes (every field in ``__init__``, no ``__post_init__``, no default factory, the plain
+    ``object.__new__``), it fills a new instance's slots directly: a frozen ``__init__`` sets each field through
+    ``object.__setattr__``, about twice the cost per field. For any other class it is ``cls`` itself. Made once per
+    class (a hot path keeps it); tests/invariants/test_slot_constructor.py holds it to ``cls(...)``."""
+    fields = _fields(cls)
+    init = getattr(getattr(cls, "__init__", None), "__code__", None)
+    if (
+        fields is None
+        or not getattr(cls, "__dataclass_params__", None)
+        or not cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+        or hasattr(cls, "__post_init__")
+        or init is None
+        or init.co_filename != "<string>"
+        or getattr(cls, "__new__", None) is not object.__new__
+    ):
+        return cls
+    env: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    params, body = [], ["    obj = new(cls)"]
+    for i, f in enumerate(dataclasses.fields(cls)):  # type: ignore[arg-type]
+        setter = _field_setter(cls, f.name)
+        if (
+            setter is None
+            or not f.init
+            or f.kw_only
+            or f.default_factory is not dataclasses.MISSING
+            or f.name in ("new", "cls", "obj")
+            or f.name.startswith(("set", "default"))
+        ):
+            return cls
+        env[f"set{i}"] = setter
+        if f.default is dataclasses.MISSING:
+            params.append(f.name)
+        else:
+            env[f"default{i}"] = f.default
+            params.append(f"{f.name}=default{i}")
+        body.append(f"    set{i}(obj, {f.name})")
+    code = "\n".join([f"def make({', '.join(params)}):", *body, "    return obj"])
+    exec(code, env)  # noqa: S102 - the text is made here from the class's field names
+    made: Callable[..., _T] = env["make"]
+    made.__name__ = made.__qualname__ = f"make_{cls.__name__}"
     return made
 
 
@@ -1380,7 +1429,28 @@ def decode_event(kind: str, payload: Mapping[str, Any] | str | bytes) -> Event:
     cls = EVENT_KINDS.get(kind)
     if cls is None:
         raise KeyError(f"unknown event kind {kind!r}; known: {', '.join(sorted(EVENT_KINDS))}")
-    return cls.from_payload({k: v for k, v in data.items() if k != "kind"} if copy else data)
+    if copy:
+        data = {k: v for k, v in data.items() if k != "kind"}
+    try:
+        decode = _KIND_DECODERS[cls]
+    except KeyError:
+        decode = _KIND_DECODERS[cls] = _kind_decoder(cls)
+    return decode(data)  # type: ignore[no-any-return]
+
+
+_KIND_DECODERS: dict[type, Callable[[Mapping[str, Any]], Any]] = {}
+"""Per event class: what ``cls.from_payload`` does, without its two calls when the class keeps
+:meth:`Event.from_payload` (the class's made decoder, :func:`_decoder`). Emptied by register_nested."""
+
+
+def _kind_decoder(cls: type) -> Callable[[Mapping[str, Any]], Any]:
+    if getattr(cls.from_payload, "__func__", None) is not Event.from_payload.__func__:  # type: ignore[attr-defined]
+        return cls.from_payload  # type: ignore[attr-defined, no-any-return]
+    try:
+        return _DECODERS[cls]
+    except KeyError:
+        decode = _DECODERS[cls] = _decoder(cls)
+        return decode
 
 
 def register_nested(owner: str, field_name: str, cls: type) -> None:
@@ -1389,6 +1459,7 @@ def register_nested(owner: str, field_name: str, cls: type) -> None:
     _FIELDS.clear()
     _WRITERS.clear()
     _DECODERS.clear()
+    _KIND_DECODERS.clear()
 
 
 def same_event(a: Event, b: Event) -> bool:

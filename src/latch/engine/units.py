@@ -44,7 +44,7 @@ from typing import Any
 
 from ..count_cache import cached_counter
 from ..estimators import ChatFraming, estimator_for_model
-from ..events import AssistantMessage, MediaRef, ToolResult, UserMessage, canonical_bytes
+from ..events import AssistantMessage, MediaRef, ToolResult, UserMessage, canonical_bytes, slot_constructor
 from ..port import ContextView, Estimator, SessionContext, TokenCountCache, ViewMessage, ViewToolCall
 
 __all__ = [
@@ -171,9 +171,12 @@ class MessageCosts:
 
 def _same_calls(a: Sequence[ViewToolCall], b: Sequence[ViewToolCall]) -> bool:
     """Whether two messages' tool calls hold the very same ``id``, ``name`` and ``arguments`` strings."""
-    return len(a) == len(b) and all(
-        x.id is y.id and x.name is y.name and x.arguments is y.arguments for x, y in zip(a, b, strict=True)
-    )
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):  # a loop, not all() over a generator: most messages hold one call
+        if x.id is not y.id or x.name is not y.name or x.arguments is not y.arguments:
+            return False
+    return True
 
 
 _MESSAGE_COSTS: weakref.WeakValueDictionary[int, MessageCosts] = weakref.WeakValueDictionary()
@@ -358,7 +361,8 @@ class Unit:
     def cost(self, counter: TokenCounter) -> int:
         """Estimated tokens of the unit (cached; ``msg_tokens`` per message), image tokens included."""
         if self.tokens < 0:
-            self.msg_tokens = tuple(counter.message(m) for m in self.messages)
+            message = counter.message
+            self.msg_tokens = tuple([message(m) for m in self.messages])
             self.tokens = sum(self.msg_tokens)
             n = t = 0
             for m in self.messages:
@@ -479,28 +483,41 @@ class UnitSpans(Mapping[int, UnitSpan]):
         return len(self._closes)
 
 
+# The segmentation makes a message or two per event, in the request loop and again in the engine: built by
+# slot_constructor (the same instances, about half the cost of a frozen dataclass's __init__), made at first use.
+# Positional: role, content, kind, tool_calls, tool_call_id, is_error, media, seq.
+def _first_view_message(*args: Any) -> ViewMessage:
+    global _view_message
+    _view_message = slot_constructor(ViewMessage)
+    return _view_message(*args)
+
+
+def _first_view_tool_call(*args: Any) -> ViewToolCall:
+    global _view_tool_call
+    _view_tool_call = slot_constructor(ViewToolCall)
+    return _view_tool_call(*args)
+
+
+_view_message: Callable[..., ViewMessage] = _first_view_message
+_view_tool_call: Callable[..., ViewToolCall] = _first_view_tool_call
+
+
 def _orphan_message(seq: int, r: ToolResult) -> ViewMessage:
     name = f" ({r.name})" if r.name else ""
     head = f"[result of tool call {r.call_id}{name}, whose call is not in this conversation]"
-    return ViewMessage(role="user", content=f"{head}\n{r.content}", media=r.media, seq=seq)
+    return _view_message("user", f"{head}\n{r.content}", "conversation", (), None, False, r.media, seq)
 
 
 def _tool_message(seq: int | None, call_id: str, r: ToolResult | None) -> ViewMessage:
     if r is None:
-        return ViewMessage(
-            role="tool",
-            content="[no result: the turn ended before this call returned]",
-            tool_call_id=call_id,
-            is_error=True,
-            seq=None,
+        return _view_message(
+            "tool", "[no result: the turn ended before this call returned]", "conversation", (), call_id, True, (), None
         )
-    return ViewMessage(
-        role="tool", content=r.content, tool_call_id=call_id, is_error=r.is_error, media=r.media, seq=seq
-    )
+    return _view_message("tool", r.content, "conversation", (), call_id, r.is_error, r.media, seq)
 
 
 def _user_message(seq: int, u: UserMessage) -> ViewMessage:
-    return ViewMessage(role="user", content=u.text, media=u.media, seq=seq)
+    return _view_message("user", u.text, "conversation", (), None, False, u.media, seq)
 
 
 class _Turn:
@@ -518,14 +535,9 @@ class _Turn:
 
     def close(self, close_seq: int) -> Unit:
         m = self.msg
-        msgs = [
-            ViewMessage(
-                role="assistant",
-                content=m.text,
-                seq=self.seq,
-                tool_calls=tuple(ViewToolCall(c.id, c.name, c.arguments) for c in m.tool_calls),
-            )
-        ]
+        call = _view_tool_call
+        calls = tuple([call(c.id, c.name, c.arguments) for c in m.tool_calls])
+        msgs = [_view_message("assistant", m.text, "conversation", calls, None, False, (), self.seq)]
         for c in m.tool_calls:
             got = self.results.get(c.id)
             msgs.append(_tool_message(got[0] if got else None, c.id, got[1] if got else None))
@@ -561,7 +573,8 @@ class UnitBuilder:
             if ev.tool_calls:
                 self._turn = _Turn(seq, ev)
             elif ev.text:
-                out.append(Unit(seq, seq, (seq,), (ViewMessage(role="assistant", content=ev.text, seq=seq),)))
+                msg = _view_message("assistant", ev.text, "conversation", (), None, False, (), seq)
+                out.append(Unit(seq, seq, (seq,), (msg,)))
             return out
         if isinstance(ev, ToolResult):
             if ev.eof_placeholder:

@@ -36,7 +36,7 @@ from typing import Any
 
 from .. import plugins
 from ..engine.units import TokenCounter, UnitBuilder, UnitSpans, header_lines, message_line, view_violations
-from ..events import AssistantMessage, Usage
+from ..events import AssistantMessage, Usage, UserMessage
 from ..kernel.derive import instruction_text
 from ..port import ContextBudget, ContextOverflow, ContextRequest, ContextView, EngineProfile, SessionContext
 from ..records import dataclass
@@ -383,9 +383,10 @@ class RequestLoop:
             for u in self._builder.feed(ev):
                 self.history_tokens += u.cost(self.counter)
                 self.units.add(u)  # the unit's seqs only (several): its text is not kept for the whole session
-            found = instruction_text(ev.event)
-            if found is not None:
-                self.latest_instruction = (ev.seq, found[0])
+            if isinstance(ev.event, UserMessage):  # instruction_text answers None for every other event
+                found = instruction_text(ev.event)
+                if found is not None:
+                    self.latest_instruction = (ev.seq, found[0])
             self._fed_seq = ev.seq
             self._events += 1
 

@@ -59,13 +59,13 @@ class _SealedIterator(_Sealed):
     __slots__ = ()
 
     def __init__(self, it: Iterator[Any]):
-        self._hold(it)
+        self._hold(it.__next__)  # the bound method (it holds the generator): one call per event read
 
     def __iter__(self) -> _SealedIterator:
         return self
 
     def __next__(self) -> Any:
-        return next(_target(self))
+        return _HELD[id(self)]()
 
 
 class SealedReader(_Sealed):

@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..events import Event, MediaRef, PendingEvent, canonical_json, canonical_payload, decode_event
+from ..events import Event, MediaRef, PendingEvent, canonical_json, canonical_payload, decode_event, slot_constructor
 from ..records import dataclass
 from ._sqlite import (
     StoreBusyError,
@@ -156,8 +156,18 @@ def encode_events(events: Iterable[PendingEvent | Event], index: Callable[[str],
     return EncodedBatch(rows)
 
 
+def _first_stored_event(*args: Any) -> StoredEvent:
+    global _stored_event
+    _stored_event = slot_constructor(StoredEvent)
+    return _stored_event(*args)
+
+
+_stored_event: Callable[..., StoredEvent] = _first_stored_event
+"""StoredEvent's :func:`~latch.events.slot_constructor` (made at first use): every row read is one."""
+
+
 def _decode_stored(r: Sequence[Any]) -> StoredEvent:
-    return StoredEvent(r[0], r[1], r[2], decode_event(r[2], r[3]), r[4], r[5])  # seq, session_id, kind, ..., ts
+    return _stored_event(r[0], r[1], r[2], decode_event(r[2], r[3]), r[4], r[5])  # seq, session_id, kind, ..., ts
 
 
 def _encodable(text: str) -> bool:
@@ -943,12 +953,21 @@ class EventStore:
         """Events in ``seq`` order: ``after_seq < seq <= until_seq``, optionally of ``kinds``. The stretch right
         after ``after_seq`` that this object holds decoded is not read again (:meth:`DecodedEvents.run`)."""
         kept = self._decoded.run(after_seq, until_seq) if self._decoded is not None else []
-        for s in kept:
-            if limit is not None and limit <= 0:
-                return
-            if (session_id is None or s.session_id == session_id) and (not kinds or s.kind in kinds):
-                yield s
-                if limit is not None:
+        if limit is None:  # the kept stretch handed out by the list's own iterator (no Python step per event)
+            if session_id is None and not kinds:
+                yield from kept
+            else:
+                yield from [
+                    s
+                    for s in kept
+                    if (session_id is None or s.session_id == session_id) and (not kinds or s.kind in kinds)
+                ]
+        else:
+            for s in kept:
+                if limit <= 0:
+                    return
+                if (session_id is None or s.session_id == session_id) and (not kinds or s.kind in kinds):
+                    yield s
                     limit -= 1
         if kept:
             after_seq = kept[-1].seq
@@ -967,8 +986,9 @@ class EventStore:
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
+        decode = self._decode_row
         for r in self._rows(sql, args):
-            yield self._decode_row(r)
+            yield decode(r)
 
     def get(self, seq: int) -> StoredEvent:
         if self._decoded is not None and (kept := self._decoded.kept(seq)) is not None:
