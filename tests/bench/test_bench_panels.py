@@ -193,3 +193,9 @@ def test_a_title_strip_drawn_before_makes_the_same_file_and_one_too_narrow_is_dr
         tmp_path / "narrow.png", "32k:4k:8k", names, tiles, header=panels.title_strip("32k:4k:8k", width // 3)
     )
     assert plain.read_bytes() == early.read_bytes() == narrow.read_bytes()
+    pixels = mpimg.imread(plain)
+    tile_w, tile_h = (round(v * panels.DPI) for v in panels.TILE_INCHES)
+    header = round(panels.HEADER_INCHES * panels.DPI)
+    assert len(names) == 5 and pixels.shape == (header + 2 * tile_h, 3 * tile_w, 4)
+    assert (pixels[header + tile_h :, 2 * tile_w :] == 1.0).all()  # the cell after the last panel: white
+    assert (pixels[header + tile_h :, tile_w : 2 * tile_w] < 1.0).any()  # the last panel's cell: drawn

@@ -224,8 +224,10 @@ def assemble(path: Path, budget: str, names: Sequence[str], tiles: Mapping[str, 
     rows = -(-len(names) // cols)
     if header is None or header.shape[1] != cols * tile_w:
         header = title_strip(budget, cols * tile_w)
-    canvas = np.full((header.shape[0] + rows * tile_h, cols * tile_w, 4), 255, dtype=np.uint8)
+    canvas = np.empty((header.shape[0] + rows * tile_h, cols * tile_w, 4), dtype=np.uint8)  # each pixel set below
     canvas[: header.shape[0]] = header
+    blank = rows * cols - len(names)  # the last row's cells after its last tile: white
+    canvas[header.shape[0] + (rows - 1) * tile_h :, (cols - blank) * tile_w :] = 255
 
     def paste(k: int) -> None:  # each tile decompressed into its own cell, the tiles at once (zlib beside the GIL)
         y = header.shape[0] + (k // cols) * tile_h
