@@ -147,9 +147,9 @@ class Plotter:
     soon as its session's rows are known (:meth:`watch`, fed each job's row as it finishes) or else when the figure
     is asked for, and the figure is assembled from its panels in a worker. What the figure puts first is drawn
     beside the jobs too: the title strip, and the legend's panel of the session leading the panel order so far
-    (redrawn when another takes the lead; used when it still leads once the jobs are done). The methods return futures of the
-    paths; :meth:`close` (or leaving a ``with`` block) waits for the figures and ends the workers. A figure's
-    exception comes back through its future."""
+    (redrawn when another takes the lead; used when it still leads once the jobs are done). The methods return
+    futures of the paths; :meth:`close` (or leaving a ``with`` block) waits for the figures and ends the workers. A
+    figure's exception comes back through its future."""
 
     def __init__(self, workers: int = 2, *, spawn: bool = False) -> None:
         context = mp.get_context("spawn") if spawn else mp_context()
