@@ -44,8 +44,9 @@ measured here; what is measured here, in one run, is ``S`` and ``P`` (seconds, i
 * a tokens figure's panels (:mod:`latch.bench.panels`) draw in the plot workers as each session's jobs finish
   (:meth:`~latch.bench.plots.Plotter.watch`): ``panels_seconds``, every such panel drawn here one after another, is
   work beside the jobs (taking cores in the N-worker schedule below); what is left once the jobs are done, each figure alone here:
-  ``plots_after_jobs_critical_seconds`` the longest (a tokens figure: its first panel, with the legend, and the
-  assembly; the engine plot, ``engine_plot_after_jobs_seconds``: its longest part and their stacking, where it is
+  ``plots_after_jobs_critical_seconds`` the longest (a tokens figure: its assembly; its title strip and the legend's
+  panel of each session that led the panel order once its jobs were done, in the one-worker run's order,
+  ``early_first_panels`` in all, are panels' work beside the jobs; the engine plot, ``engine_plot_after_jobs_seconds``: its longest part and their stacking, where it is
   drawn in parts, else whole, ``engine_plot_seconds``; the other figures whole;
   ``plots_after_jobs_critical_seconds_without_plot`` the same without the engine plot, which only ``--plot`` draws);
 * ``report_and_plots_in_workers_seconds``: the report and every figure as ``latch bench`` writes them once its jobs
@@ -98,7 +99,7 @@ from pathlib import Path
 
 import pytest
 
-from latch.bench import executor, plots, runner
+from latch.bench import executor, panels, plots, runner
 from latch.bench.panels import assemble, draw_panel, panel_lines, panel_order
 from latch.bench.plots import Plotter, budget_plot_files, draw_budget_figure, write_plot
 from latch.bench.report import JobsJson, write_report
@@ -330,6 +331,7 @@ def _measure(tmp: Path) -> dict[str, float]:
     tails = [figures["engine_plot_after_jobs_seconds"]]
     panels_work = 0.0
     panel_seconds: dict[tuple[str, str], float] = {}
+    finished = [key for _, key in stamps]  # (engine, session, budget) in the order the jobs finished
     (tmp / "tails").mkdir()
     for kind, budget, path, rs in budget_plot_files(tmp / "tails", results).values():
         if kind != "tokens":
@@ -337,17 +339,9 @@ def _measure(tmp: Path) -> dict[str, float]:
             draw_budget_figure(kind, budget, path, rs, ENGINES)
             tails.append(time.perf_counter() - start)
             continue
-        names = panel_order(rs)
-        tiles = {}
-        for name in names:
-            start = time.perf_counter()
-            tiles[name] = draw_panel(name, panel_lines(rs, name))
-            panel_seconds[(budget, name)] = time.perf_counter() - start
-            panels_work += panel_seconds[(budget, name)]
-        start = time.perf_counter()
-        tiles[names[0]] = draw_panel(names[0], panel_lines(rs, names[0]), legend=True)
-        assemble(path, budget, names, tiles)
-        tails.append(time.perf_counter() - start)
+        tail, work = _tokens_tail(path, budget, rs, finished, figures, panel_seconds)
+        tails.append(tail)
+        panels_work += work
     jobs_json = JobsJson()  # the command writes each job's entry of report.json as its row comes in
     start = time.perf_counter()
     for row in results:
@@ -396,6 +390,61 @@ def _measure(tmp: Path) -> dict[str, float]:
             jobs = [(seconds_of[k], (k[2], k[1])) for k in order]
             figures[f"jobs_makespan_{n}_seconds{name}"] = _makespan(jobs, panel_seconds, n)
     return figures
+
+
+def _tokens_tail(
+    path: Path,
+    budget: str,
+    rs: list,
+    finished: list[tuple[str, str, str]],
+    figures: dict[str, float],
+    panel_seconds: dict[tuple[str, str], float],
+) -> tuple[float, float]:
+    """A tokens figure drawn here as the plot workers draw it: ``(seconds left once the jobs are done, seconds of
+    panels' work beside them)``, each panel's seconds into ``panel_seconds`` (the early ones in the last leader's)."""
+    names = panel_order(rs)
+    tiles, work = {}, 0.0
+    for name in names:
+        start = time.perf_counter()
+        tiles[name] = draw_panel(name, panel_lines(rs, name))
+        panel_seconds[(budget, name)] = time.perf_counter() - start
+        work += panel_seconds[(budget, name)]
+    start = time.perf_counter()
+    tiles[names[0]] = draw_panel(names[0], panel_lines(rs, names[0]), legend=True)
+    leading = time.perf_counter() - start
+    if not hasattr(panels, "title_strip"):  # the leading panel and the title drawn once the jobs are done
+        assemble(path, budget, names, tiles)
+        return time.perf_counter() - start, work
+    # beside the jobs: the title strip, and the legend's panel of each session that led the order when its rows came
+    # in (the one-worker run's order), as work of the last of them
+    start = time.perf_counter()
+    width = min(panels.COLUMNS, len(names)) * round(panels.TILE_INCHES[0] * panels.DPI)
+    header = panels.title_strip(budget, width)
+    leads = _leads(finished, budget, rs)
+    early = time.perf_counter() - start + leading * len(leads)
+    figures["early_first_panels"] = figures.get("early_first_panels", 0) + len(leads)
+    panel_seconds[(budget, leads[-1])] += early
+    start = time.perf_counter()
+    assemble(path, budget, names, tiles, header=header)
+    return time.perf_counter() - start, work + early
+
+
+def _leads(finished: list[tuple[str, str, str]], budget: str, rs: list) -> list[str]:
+    """The sessions that led :func:`~latch.bench.panels.panel_order` at ``budget`` when their rows were all in, the
+    jobs finishing in the order ``finished``: each one's panel with the legend is drawn beside the jobs
+    (:meth:`~latch.bench.plots.Plotter.watch`), the last one's is the figure's first panel."""
+    requests = {r["session"]: max(x["requests"] for x in rs if x["session"] == r["session"]) for r in rs}
+    left = {name: sum(1 for r in rs if r["session"] == name) for name in requests}
+    leads: list[str] = []
+    best: tuple[int, str] | None = None
+    for _, session, at in finished:
+        if at != budget or session not in left:
+            continue
+        left[session] -= 1
+        if not left[session] and (best is None or (-requests[session], session) < best):
+            best = (-requests[session], session)
+            leads.append(session)
+    return leads
 
 
 def _engine_plot_tail(tmp: Path, results: list, budgets: list) -> float:

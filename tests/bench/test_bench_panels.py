@@ -149,3 +149,53 @@ def test_a_saved_png_reads_back_as_the_same_pixels_at_the_bench_dpi(tmp_path):
         assert tuple(round(d) for d in image.info["dpi"]) == (panels.DPI, panels.DPI)
         assert image.info["Software"].startswith("Matplotlib version")
     assert np.array_equal((mpimg.imread(path) * 255).round().astype(np.uint8), canvas)
+
+
+def test_the_title_and_the_leading_panel_drawn_beside_the_jobs_make_the_same_file(tmp_path):
+    rows = _results()
+    here, workers = tmp_path / "here", tmp_path / "workers"
+    here.mkdir()
+    workers.mkdir()
+    files = budget_plot_files(here, rows)
+    for kind, budget, path, rs in files.values():
+        if kind == "tokens":
+            panels.write_tokens_figure(path, budget, rs)
+    # the longest session's rows come in last, so the lead changes along the way
+    order = sorted(random.Random(5).sample(rows, len(rows)), key=lambda r: r["session"] == "s2.jsonl")
+    with Plotter(2) as plotter:
+        done = plotter.watch(ENGINES)
+        leads = []
+        for row in order:
+            done(row)
+            leads.append(plotter.first_panels_early.get("32k:4k:8k"))
+        early = plotter.first_panels_early
+        figures = plotter.budget_plots(workers, rows, ENGINES)
+        paths = {key: f.result() for key, f in figures.items()}
+    assert "s0.jsonl" in leads and leads[-1] == "s2.jsonl"  # s0 (9 requests) led before s2 (12) came in
+    for key, (kind, budget, path, rs) in files.items():
+        if kind == "tokens":
+            assert early[budget] == panels.panel_order(rs)[0] == "s2.jsonl"
+            assert path.read_bytes() == paths[key].read_bytes()
+
+
+def test_a_title_strip_drawn_before_makes_the_same_file_and_one_too_narrow_is_drawn_again(tmp_path):
+    rows = [r for r in _results() if r["budget"] == "32k:4k:8k"]
+    names = panels.panel_order(rows)
+    tiles = {
+        name: panels.draw_panel(name, panels.panel_lines(rows, name), legend=k == 0) for k, name in enumerate(names)
+    }
+    width = round(panels.TILE_INCHES[0] * panels.DPI) * panels.COLUMNS
+    plain = panels.assemble(tmp_path / "plain.png", "32k:4k:8k", names, tiles)
+    early = panels.assemble(
+        tmp_path / "early.png", "32k:4k:8k", names, tiles, header=panels.title_strip("32k:4k:8k", width)
+    )
+    narrow = panels.assemble(
+        tmp_path / "narrow.png", "32k:4k:8k", names, tiles, header=panels.title_strip("32k:4k:8k", width // 3)
+    )
+    assert plain.read_bytes() == early.read_bytes() == narrow.read_bytes()
+    pixels = mpimg.imread(plain)
+    tile_w, tile_h = (round(v * panels.DPI) for v in panels.TILE_INCHES)
+    header = round(panels.HEADER_INCHES * panels.DPI)
+    assert len(names) == 5 and pixels.shape == (header + 2 * tile_h, 3 * tile_w, 4)
+    assert (pixels[header + tile_h :, 2 * tile_w :] == 1.0).all()  # the cell after the last panel: white
+    assert (pixels[header + tile_h :, tile_w : 2 * tile_w] < 1.0).any()  # the last panel's cell: drawn

@@ -36,6 +36,7 @@ __all__ = [
     "rendered",
     "save_png",
     "tile_pixels",
+    "title_strip",
     "write_tokens_figure",
 ]
 
@@ -187,8 +188,9 @@ def draw_panel(session: str, lines: Lines, *, legend: bool = False) -> bytes:
             raise
 
 
-def _title(budget: str, width_px: int) -> Any:
-    """The title strip's RGBA pixels (a numpy array, :data:`HEADER_INCHES` high)."""
+def title_strip(budget: str, width_px: int) -> Any:
+    """The title strip of ``budget``'s tokens figure :func:`assemble` puts above ``width_px`` pixels of panels: its
+    RGBA pixels, a numpy ``uint8`` array :data:`HEADER_INCHES` × :data:`DPI` high, ``width_px`` wide, × 4."""
     import numpy as np
 
     plt = pyplot()
@@ -208,10 +210,11 @@ def _title(budget: str, width_px: int) -> Any:
         plt.close(fig)
 
 
-def assemble(path: Path, budget: str, names: Sequence[str], tiles: Mapping[str, bytes]) -> Path:
+def assemble(path: Path, budget: str, names: Sequence[str], tiles: Mapping[str, bytes], *, header: Any = None) -> Path:
     """The tokens figure of ``budget`` at ``path`` (PNG, :data:`DPI`, zlib level 3, written atomically): the title
     strip, then the tile of each of ``names`` (in that order, :data:`COLUMNS` a row, blank cells after the last);
-    ``tiles`` maps each name to :func:`draw_panel`'s bytes. Returns ``path``."""
+    ``tiles`` maps each name to :func:`draw_panel`'s bytes. ``header``: the title strip already drawn
+    (:func:`title_strip` of ``budget`` as wide as the panels' row), else drawn here. Returns ``path``."""
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
@@ -219,9 +222,12 @@ def assemble(path: Path, budget: str, names: Sequence[str], tiles: Mapping[str, 
     tile_w, tile_h = _pixels(*TILE_INCHES)
     cols = min(COLUMNS, len(names))
     rows = -(-len(names) // cols)
-    header = _title(budget, cols * tile_w)
-    canvas = np.full((header.shape[0] + rows * tile_h, cols * tile_w, 4), 255, dtype=np.uint8)
+    if header is None or header.shape[1] != cols * tile_w:
+        header = title_strip(budget, cols * tile_w)
+    canvas = np.empty((header.shape[0] + rows * tile_h, cols * tile_w, 4), dtype=np.uint8)  # each pixel set below
     canvas[: header.shape[0]] = header
+    blank = rows * cols - len(names)  # the last row's cells after its last tile: white
+    canvas[header.shape[0] + (rows - 1) * tile_h :, (cols - blank) * tile_w :] = 255
 
     def paste(k: int) -> None:  # each tile decompressed into its own cell, the tiles at once (zlib beside the GIL)
         y = header.shape[0] + (k // cols) * tile_h

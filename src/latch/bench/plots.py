@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 from ..textsafe import atomic_path
 from .executor import die_with, mp_context
 from .panels import (
+    COLUMNS,
     DPI,
+    TILE_INCHES,
     assemble,
     draw_panel,
     panel_lines,
@@ -32,6 +34,7 @@ from .panels import (
     rendered,
     save_png,
     tile_pixels,
+    title_strip,
     write_tokens_figure,
 )
 from .runner import Budget
@@ -142,9 +145,11 @@ class Plotter:
 
     A tokens figure is one panel per session (:mod:`latch.bench.panels`): each panel is a task of its own, drawn as
     soon as its session's rows are known (:meth:`watch`, fed each job's row as it finishes) or else when the figure
-    is asked for, and the figure is assembled from its panels in a worker. The methods return futures of the
-    paths; :meth:`close` (or leaving a ``with`` block) waits for the figures and ends the workers. A figure's
-    exception comes back through its future."""
+    is asked for, and the figure is assembled from its panels in a worker. What the figure puts first is drawn
+    beside the jobs too: the title strip, and the legend's panel of the session leading the panel order so far
+    (redrawn when another takes the lead; used when it still leads once the jobs are done). The methods return
+    futures of the paths; :meth:`close` (or leaving a ``with`` block) waits for the figures and ends the workers. A
+    figure's exception comes back through its future."""
 
     def __init__(self, workers: int = 2, *, spawn: bool = False) -> None:
         context = mp.get_context("spawn") if spawn else mp_context()
@@ -157,12 +162,22 @@ class Plotter:
         self._lock = threading.Lock()
         self._panels: dict[tuple[str, str], tuple[Any, cf.Future[bytes]]] = {}
         self._seen: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        self._leads: dict[str, tuple[tuple[int, str], Any, cf.Future[bytes]]] = {}
+        self._titles: dict[str, cf.Future[Any]] = {}
+        self._sessions: dict[str, set[str]] = {}
 
     @property
     def panels_asked(self) -> set[tuple[str, str]]:
         """The ``(budget, session)`` of every tokens panel asked of the workers so far (drawn, drawing or queued)."""
         with self._lock:
             return set(self._panels)
+
+    @property
+    def first_panels_early(self) -> dict[str, str]:
+        """Per budget, the session whose panel with the legend was drawn beside the jobs (:meth:`watch`): the one
+        leading the panel order when its rows came in, the figure's first panel if it still leads at the end."""
+        with self._lock:
+            return {budget: lead[0][1] for budget, lead in self._leads.items()}
 
     def _panel(self, budget: str, session: str, lines: Any) -> cf.Future[bytes]:
         """The panel of ``session`` at ``budget`` with ``lines``: the one already drawn or drawing for the same
@@ -192,20 +207,49 @@ class Plotter:
                         return
                 ok = [r for r in rows if "error" not in r]
                 if ok:
-                    self._panel(key[0], key[1], panel_lines(ok, key[1]))
+                    lines = panel_lines(ok, key[1])
+                    self._panel(key[0], key[1], lines)
+                    self._ahead(key[0], key[1], (-max(r["requests"] for r in ok), key[1]), lines)
             except Exception:  # noqa: BLE001, S110 - an early panel only saves time; its figure draws it anyway
                 pass
 
         return row_done
 
+    def _ahead(self, budget: str, session: str, rank: tuple[int, str], lines: Any) -> None:
+        """``session``'s panel at ``budget`` is done, ``rank`` its key in :func:`~latch.bench.panels.panel_order`:
+        once :data:`~latch.bench.panels.COLUMNS` sessions are done the title strip starts drawing (the panels' row
+        is then that wide), and when ``session`` leads the order so far its panel with the legend does."""
+        with self._lock:
+            sessions = self._sessions.setdefault(budget, set())
+            sessions.add(session)
+            if len(sessions) == COLUMNS and budget not in self._titles:
+                width = round(TILE_INCHES[0] * DPI) * COLUMNS
+                self._titles[budget] = self._pool.submit(title_strip, budget, width)
+            lead = self._leads.get(budget)
+            if lead is None or rank < lead[0]:
+                self._leads[budget] = (rank, lines, self._pool.submit(draw_panel, session, lines, legend=True))
+
     def _tokens_figure(self, path: Path, budget: str, rs: Sequence[Mapping[str, Any]]) -> cf.Future[Path]:
         names = panel_order(rs)
-        first = self._pool.submit(draw_panel, names[0], panel_lines(rs, names[0]), legend=True)
+        lines = panel_lines(rs, names[0])
+        with self._lock:
+            lead = self._leads.get(budget)
+            title = self._titles.get(budget) if min(COLUMNS, len(names)) == COLUMNS else None
+        if lead is not None and lead[0][1] == names[0] and lead[1] == lines:
+            first = lead[2]  # drawn beside the jobs: it still leads, with the same lines
+        else:
+            first = self._pool.submit(draw_panel, names[0], lines, legend=True)
         panels = {name: self._panel(budget, name, panel_lines(rs, name)) for name in names[1:]}
 
         def assembled() -> Path:
             tiles = {names[0]: first.result(), **{name: f.result() for name, f in panels.items()}}
-            return self._pool.submit(assemble, path, budget, names, tiles).result()
+            header = None
+            if title is not None:
+                try:
+                    header = title.result()
+                except Exception:  # noqa: BLE001 - only an early copy: assemble draws the strip itself
+                    header = None
+            return self._pool.submit(assemble, path, budget, names, tiles, header=header).result()
 
         return self._assembling.submit(assembled)
 
