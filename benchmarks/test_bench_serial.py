@@ -412,14 +412,10 @@ def _tokens_tail(
     start = time.perf_counter()
     tiles[names[0]] = draw_panel(names[0], panel_lines(rs, names[0]), legend=True)
     leading = time.perf_counter() - start
-    if not hasattr(panels, "title_strip"):  # the leading panel and the title drawn once the jobs are done
-        assemble(path, budget, names, tiles)
-        return time.perf_counter() - start, work
     # beside the jobs: the title strip, and the legend's panel of each session that led the order when its rows came
     # in (the one-worker run's order), as work of the last of them
     start = time.perf_counter()
-    width = min(panels.COLUMNS, len(names)) * round(panels.TILE_INCHES[0] * panels.DPI)
-    header = panels.title_strip(budget, width)
+    header = panels.title_strip(budget, panels.row_pixels(min(panels.COLUMNS, len(names))))
     leads = _leads(finished, budget, rs)
     early = time.perf_counter() - start + leading * len(leads)
     figures["early_first_panels"] = figures.get("early_first_panels", 0) + len(leads)

@@ -34,6 +34,7 @@ __all__ = [
     "panel_order",
     "pyplot",
     "rendered",
+    "row_pixels",
     "save_png",
     "tile_pixels",
     "title_strip",
@@ -82,6 +83,11 @@ def panel_lines(rs: Sequence[Mapping[str, Any]], session: str) -> Lines:
 
 def _pixels(width: float, height: float) -> tuple[int, int]:
     return round(width * DPI), round(height * DPI)
+
+
+def row_pixels(columns: int) -> int:
+    """The width in pixels of a row of ``columns`` panels (and of the title strip above them)."""
+    return _pixels(*TILE_INCHES)[0] * columns
 
 
 def _tile_figure() -> Any:
@@ -222,8 +228,8 @@ def assemble(path: Path, budget: str, names: Sequence[str], tiles: Mapping[str, 
     tile_w, tile_h = _pixels(*TILE_INCHES)
     cols = min(COLUMNS, len(names))
     rows = -(-len(names) // cols)
-    if header is None or header.shape[1] != cols * tile_w:
-        header = title_strip(budget, cols * tile_w)
+    if header is None or header.shape[1] != row_pixels(cols):
+        header = title_strip(budget, row_pixels(cols))
     canvas = np.empty((header.shape[0] + rows * tile_h, cols * tile_w, 4), dtype=np.uint8)  # each pixel set below
     canvas[: header.shape[0]] = header
     blank = rows * cols - len(names)  # the last row's cells after its last tile: white

@@ -25,13 +25,13 @@ from .executor import die_with, mp_context
 from .panels import (
     COLUMNS,
     DPI,
-    TILE_INCHES,
     assemble,
     draw_panel,
     panel_lines,
     panel_order,
     pyplot,
     rendered,
+    row_pixels,
     save_png,
     tile_pixels,
     title_strip,
@@ -223,8 +223,7 @@ class Plotter:
             sessions = self._sessions.setdefault(budget, set())
             sessions.add(session)
             if len(sessions) == COLUMNS and budget not in self._titles:
-                width = round(TILE_INCHES[0] * DPI) * COLUMNS
-                self._titles[budget] = self._pool.submit(title_strip, budget, width)
+                self._titles[budget] = self._pool.submit(title_strip, budget, row_pixels(COLUMNS))
             lead = self._leads.get(budget)
             if lead is None or rank < lead[0]:
                 self._leads[budget] = (rank, lines, self._pool.submit(draw_panel, session, lines, legend=True))

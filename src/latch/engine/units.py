@@ -484,40 +484,33 @@ class UnitSpans(Mapping[int, UnitSpan]):
 
 
 # The segmentation makes a message or two per event, in the request loop and again in the engine: built by
-# slot_constructor (the same instances, about half the cost of a frozen dataclass's __init__), made at first use.
-# Positional: role, content, kind, tool_calls, tool_call_id, is_error, media, seq.
-def _first_view_message(*args: Any) -> ViewMessage:
-    global _view_message
-    _view_message = slot_constructor(ViewMessage)
-    return _view_message(*args)
-
-
-def _first_view_tool_call(*args: Any) -> ViewToolCall:
-    global _view_tool_call
-    _view_tool_call = slot_constructor(ViewToolCall)
-    return _view_tool_call(*args)
-
-
-_view_message: Callable[..., ViewMessage] = _first_view_message
-_view_tool_call: Callable[..., ViewToolCall] = _first_view_tool_call
+# slot_constructor (the same instances, about half the cost of a frozen dataclass's __init__).
+_view_message = slot_constructor(ViewMessage)
+_view_tool_call = slot_constructor(ViewToolCall)
 
 
 def _orphan_message(seq: int, r: ToolResult) -> ViewMessage:
     name = f" ({r.name})" if r.name else ""
     head = f"[result of tool call {r.call_id}{name}, whose call is not in this conversation]"
-    return _view_message("user", f"{head}\n{r.content}", "conversation", (), None, False, r.media, seq)
+    return _view_message(role="user", content=f"{head}\n{r.content}", media=r.media, seq=seq)
 
 
 def _tool_message(seq: int | None, call_id: str, r: ToolResult | None) -> ViewMessage:
     if r is None:
         return _view_message(
-            "tool", "[no result: the turn ended before this call returned]", "conversation", (), call_id, True, (), None
+            role="tool",
+            content="[no result: the turn ended before this call returned]",
+            tool_call_id=call_id,
+            is_error=True,
+            seq=None,
         )
-    return _view_message("tool", r.content, "conversation", (), call_id, r.is_error, r.media, seq)
+    return _view_message(
+        role="tool", content=r.content, tool_call_id=call_id, is_error=r.is_error, media=r.media, seq=seq
+    )
 
 
 def _user_message(seq: int, u: UserMessage) -> ViewMessage:
-    return _view_message("user", u.text, "conversation", (), None, False, u.media, seq)
+    return _view_message(role="user", content=u.text, media=u.media, seq=seq)
 
 
 class _Turn:
@@ -537,7 +530,7 @@ class _Turn:
         m = self.msg
         call = _view_tool_call
         calls = tuple([call(c.id, c.name, c.arguments) for c in m.tool_calls])
-        msgs = [_view_message("assistant", m.text, "conversation", calls, None, False, (), self.seq)]
+        msgs = [_view_message(role="assistant", content=m.text, seq=self.seq, tool_calls=calls)]
         for c in m.tool_calls:
             got = self.results.get(c.id)
             msgs.append(_tool_message(got[0] if got else None, c.id, got[1] if got else None))
@@ -573,8 +566,7 @@ class UnitBuilder:
             if ev.tool_calls:
                 self._turn = _Turn(seq, ev)
             elif ev.text:
-                msg = _view_message("assistant", ev.text, "conversation", (), None, False, (), seq)
-                out.append(Unit(seq, seq, (seq,), (msg,)))
+                out.append(Unit(seq, seq, (seq,), (_view_message(role="assistant", content=ev.text, seq=seq),)))
             return out
         if isinstance(ev, ToolResult):
             if ev.eof_placeholder:

@@ -156,14 +156,8 @@ def encode_events(events: Iterable[PendingEvent | Event], index: Callable[[str],
     return EncodedBatch(rows)
 
 
-def _first_stored_event(*args: Any) -> StoredEvent:
-    global _stored_event
-    _stored_event = slot_constructor(StoredEvent)
-    return _stored_event(*args)
-
-
-_stored_event: Callable[..., StoredEvent] = _first_stored_event
-"""StoredEvent's :func:`~latch.events.slot_constructor` (made at first use): every row read is one."""
+_stored_event = slot_constructor(StoredEvent)
+"""StoredEvent's :func:`~latch.events.slot_constructor`: every row read is one."""
 
 
 def _decode_stored(r: Sequence[Any]) -> StoredEvent:
