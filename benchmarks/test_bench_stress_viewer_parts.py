@@ -4,7 +4,7 @@ One run (:func:`latch.bench.stress.run_stress` under :func:`latch.cli.stress.run
 50,000 events, every check) in a fresh subprocess, with a CPU timer (``time.process_time``) around each part of the
 viewer's work. Each part's time is exclusive (a timed part called inside another is counted once, in itself):
 
-* ``decode``: rows decoded into events (:meth:`latch.store.event_store.EventStore._decode_row`: JSON, the event
+* ``decode``: rows decoded into events (``EventStore._decode_row`` and ``_decode_rows``: JSON, the event
   dataclasses, the decoded-event cache);
 * ``loop_feed``: the request loop's read of new events (the SQLite fetch), its segmentation into units and their
   pricing (``history_tokens``), the latest instruction;
@@ -72,6 +72,7 @@ from latch.cli.stress import run_collector
 
 PARTS = (
     (S.EventStore, "_decode_row", "decode"),
+    (S.EventStore, "_decode_rows", "decode"),
     (L.RequestLoop, "_feed", "loop_feed"),
     (C.ContinuityEngine, "_observe", "engine_observe"),
     (E.EpisodeIndex, "extend", "episodes"),

@@ -160,6 +160,10 @@ _stored_event = slot_constructor(StoredEvent)
 """StoredEvent's :func:`~latch.events.slot_constructor`: every row read is one."""
 
 
+_FIRST_PAGE, _PAGE = 32, 1024
+"""Rows :meth:`EventStore.events` decodes at once: the first page, then twice as many each time up to the last."""
+
+
 def _decode_stored(r: Sequence[Any]) -> StoredEvent:
     return _stored_event(r[0], r[1], r[2], decode_event(r[2], r[3]), r[4], r[5])  # seq, session_id, kind, ..., ts
 
@@ -935,6 +939,15 @@ class EventStore:
             cache = self._decoded = DecodedEvents()
         return cache.get(r, _decode_stored)
 
+    def _decode_rows(self, rows: Sequence[Sequence[Any]]) -> list[StoredEvent]:
+        """``[self._decode_row(r) for r in rows]``, in one call to the decoded rows kept (:meth:`DecodedEvents.get_all`)."""
+        if self._db.in_transaction:
+            return [_decode_stored(r) for r in rows]
+        cache = self._decoded
+        if cache is None:
+            cache = self._decoded = DecodedEvents()
+        return cache.get_all(rows, _decode_stored)
+
     def events(
         self,
         session_id: str | None = None,
@@ -980,9 +993,12 @@ class EventStore:
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
-        decode = self._decode_row
-        for r in self._rows(sql, args):
-            yield decode(r)
+        rows = self._rows(sql, args)
+        start, step = 0, _FIRST_PAGE  # decoded a page at a time: a reader that stops early decodes few rows it leaves
+        while start < len(rows):
+            yield from self._decode_rows(rows[start : start + step])
+            start += step
+            step = min(2 * step, _PAGE)
 
     def get(self, seq: int) -> StoredEvent:
         if self._decoded is not None and (kept := self._decoded.kept(seq)) is not None:
@@ -1051,10 +1067,7 @@ class EventStore:
             with self._read_errors():
                 plan = self._candidates.plan(self._db, query, mode)
             if plan is None:
-                return [
-                    self._decode_row(r)
-                    for r in self._rows(sql + " ORDER BY f.rowid DESC LIMIT ?", [match, *args, limit])
-                ]
+                return self._decode_rows(self._rows(sql + " ORDER BY f.rowid DESC LIMIT ?", [match, *args, limit]))
 
             def rowids(expr: str, below: int | None, above: int | None, n: int) -> list[int]:
                 bounds = "".join(
@@ -1092,17 +1105,18 @@ class EventStore:
     ) -> dict[int, StoredEvent]:
         """The stored events of ``seqs`` by seq (read in chunks of 500; ``cache``: through the decoded rows kept;
         ``where(kind, payload)``: only the rows it keeps, the others never decoded)."""
-        decode = self._decode_row if cache else _decode_stored
         out: dict[int, StoredEvent] = {}
         for i in range(0, len(seqs), 500):
             part = seqs[i : i + 500]
-            for r in self._rows(
+            rows = self._rows(
                 "SELECT seq, session_id, kind, payload, source_ref, ts FROM events WHERE seq IN "
                 f"({','.join('?' * len(part))})",
                 part,
-            ):
-                if where is None or where(r[2], r[3]):
-                    out[r[0]] = decode(r)
+            )
+            if where is not None:
+                rows = [r for r in rows if where(r[2], r[3])]
+            for s in self._decode_rows(rows) if cache else map(_decode_stored, rows):
+                out[s.seq] = s
         return out
 
     def search_hits(
@@ -1162,7 +1176,7 @@ class EventStore:
         )
         args: list[Any] = [call_id, call_id]
         sql, args = self._hit_filters(sql, args, session_id, kinds, tool, since, until, exclude_sessions)
-        return [self._decode_row(r) for r in self._rows(sql + " ORDER BY e.seq DESC", args)]
+        return self._decode_rows(self._rows(sql + " ORDER BY e.seq DESC", args))
 
     @staticmethod
     def _hit_filters(
