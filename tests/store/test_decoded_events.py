@@ -3,6 +3,9 @@ decodes afresh, and the cache holds at most its capacity, whatever the history r
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from latch.events import ToolResult, UserMessage
 from latch.store import EventStore
 from latch.store.decoded import DecodedEvents
@@ -150,4 +153,51 @@ def test_rows_of_a_rolled_back_append_are_never_served(tmp_path, monkeypatch):
     assert second == first + 1  # the rolled-back seq, handed out again
     assert [s.event for s in store.events(sid, after_seq=first)] == [UserMessage("stored instead")]
     assert store.get(second).event == UserMessage("stored instead")
+    store.close()
+
+
+_SEQS = st.integers(min_value=1, max_value=7)
+_PAYLOADS = st.sampled_from(
+    ['{"text":"a"}', '{"text":"b"}', '{"text":"' + "x" * 300 + '"}', '{"text":"' + "x" * 301 + '"}']
+)
+_ROWS = st.tuples(_SEQS, st.sampled_from(["s1", "s2"]), st.just("user_message"), _PAYLOADS, st.none(), st.none())
+
+
+@settings(max_examples=300, deadline=None)
+@given(batches=st.lists(st.lists(_ROWS, max_size=8), max_size=8), capacity=st.integers(min_value=0, max_value=5))
+def test_a_list_read_at_once_equals_its_rows_read_one_by_one(batches, capacity):
+    """``get_all`` of each list gives what ``get`` of its rows one by one gives, and leaves the same rows kept in
+    the same order (the least recently read go first), whatever was kept before and whatever the capacity."""
+    at_once: DecodedEvents[tuple] = DecodedEvents(capacity=capacity)
+    one_by_one: DecodedEvents[tuple] = DecodedEvents(capacity=capacity)
+
+    def decode(row):
+        return ("decoded", *row)
+
+    for rows in batches:
+        assert at_once.get_all(rows, decode) == [one_by_one.get(r, decode) for r in rows]
+        assert list(at_once._by_seq.items()) == list(one_by_one._by_seq.items())
+        assert len(at_once) <= capacity
+
+
+def test_a_kept_row_read_in_a_list_is_the_same_object_and_a_changed_one_decodes_again():
+    cache: DecodedEvents[object] = DecodedEvents(capacity=4)
+    rows = [(1, "s", "k", '{"a":1}', None, None), (2, "s", "k", '{"a":2}', None, None)]
+    first = cache.get_all(rows, lambda r: object())
+    again = cache.get_all([rows[1], rows[0], (3, "s", "k", "{}", None, None)], lambda r: object())
+    assert again[0] is first[1] and again[1] is first[0] and len(cache) == 3
+    changed = cache.get_all([(2, "s", "k", '{"a":3}', None, None)], lambda r: object())
+    assert changed[0] is not first[1] and cache.kept(2) is changed[0]
+
+
+def test_a_reader_that_stops_early_decodes_one_page(tmp_path):
+    store = EventStore(tmp_path / "s.db")
+    sid = store.create_session(workspace="/w")
+    store.append(sid, [UserMessage(f"m{i}") for i in range(3000)])
+    first = next(store.events(sid))
+    assert first.event == UserMessage("m0")
+    assert len(store._decoded) == 32  # the first page only, not the 3,000 rows read
+    everything = list(store.events(sid))
+    assert [s.event for s in everything] == [UserMessage(f"m{i}") for i in range(3000)]
+    assert everything[0] is first
     store.close()

@@ -68,17 +68,19 @@ class DecodedEvents(Generic[T]):
         value = decode(row)
         with self._lock:
             self._by_seq[key[0]] = (key, value)
+            self._by_seq.move_to_end(key[0])  # (a replaced row: now the one read last too)
             while len(self._by_seq) > self.capacity:
                 self._by_seq.popitem(last=False)
         return value
 
     def get_all(self, rows: Sequence[Sequence[Any]], decode: Callable[[Sequence[Any]], T]) -> list[T]:
-        """``[self.get(row, decode) for row in rows]``: the same values, the cache left in the same order, with one
-        lock for the whole list (a fetched page: one call, not one per row). A row found kept when the list is
-        looked up but dropped by the list's own new rows before its turn is handed out as kept (an equal value)."""
+        """``[self.get(row, decode) for row in rows]``: equal values and the same rows kept in the same order, with
+        one lock for the whole list (a fetched page: one call, not one per row). Rows are looked up before any is
+        kept, so a row kept then but dropped by the list's own new rows before its turn is handed out as kept, and
+        a row twice in the list decodes twice (equal values, not the same object)."""
         by_seq = self._by_seq
         out: list[T] = []
-        done: list[tuple[Any, tuple[tuple[Any, ...], T] | None]] = []  # (seq, new entry, or None: a kept row read)
+        done: list[tuple[Any, tuple[tuple[Any, ...], T]]] = []  # (seq, its entry: the one kept, or a new one)
         for row in rows:
             if len(row) == 6 and type(payload := row[3]) is str:
                 p = payload if len(payload) <= _SHORT else (len(payload), payload[:_EDGE], payload[-_EDGE:])
@@ -88,17 +90,18 @@ class DecodedEvents(Generic[T]):
             hit = by_seq.get(key[0])
             if hit is not None and hit[0] == key:
                 out.append(hit[1])
-                done.append((key[0], None))
+                done.append((key[0], hit))
             else:
                 value = decode(row)
                 out.append(value)
                 done.append((key[0], (key, value)))
         with self._lock:
             for seq, entry in done:
-                if entry is not None:
+                if seq in by_seq:  # read again, or a replaced row: now the one read last
                     by_seq[seq] = entry
-                elif seq in by_seq:
                     by_seq.move_to_end(seq)
+                else:
+                    by_seq[seq] = entry
             while len(by_seq) > self.capacity:
                 by_seq.popitem(last=False)
         return out
