@@ -158,7 +158,8 @@ def test_counters_of_one_estimator_price_the_same_texts_once_and_equal_copies_ag
     loop_units = UnitBuilder().feed_all(events)
     costs = [u.cost(loop_side) for u in loop_units]
     priced = len(est.texts)
-    assert priced == 1 + (1 + 3) + (1 + 1) + 1  # user; call message: text, id, name, arguments; result: text, id
+    # user; call message: text, id, name, arguments; result: its text (its id is the call's, priced once); answer
+    assert priced == 1 + (1 + 3) + 1 + 1
     engine_units = UnitBuilder().feed_all(events)  # the same events: other messages holding the same texts
     assert [u.cost(engine_side) for u in engine_units] == costs
     assert [u.msg_tokens for u in engine_units] == [u.msg_tokens for u in loop_units]

@@ -650,12 +650,14 @@ class ContinuityEngine:
 
     def _observe(self, chunk: list[Any], *, feed_units: bool) -> None:
         """Account new events: units, episode index, query context, provider usage, event count."""
-        builder, ep, counter = self._builder, self._epoch, self._counter
+        feed, counter = self._builder.feed, self._counter
+        units, prefix = self._epoch.units, self._epoch.prefix
         for s in chunk:
             ev = s.event
             if feed_units:
-                for u in builder.feed(s):
-                    ep.add_unit(u, counter)
+                for u in feed(s):  # _Epoch.add_unit in line
+                    units.append(u)
+                    prefix.append(prefix[-1] + u.cost(counter))
             if isinstance(ev, UserMessage):
                 if not ev.is_meta:
                     self._last_user = (s.seq, ev.text)
