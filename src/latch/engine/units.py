@@ -554,17 +554,13 @@ def _orphan_message(seq: int, r: ToolResult) -> ViewMessage:
     return _view_message(role="user", content=f"{head}\n{r.content}", media=r.media, seq=seq)
 
 
-def _tool_message(seq: int | None, call_id: str, r: ToolResult | None) -> ViewMessage:
-    if r is None:
-        return _view_message(
-            role="tool",
-            content="[no result: the turn ended before this call returned]",
-            tool_call_id=call_id,
-            is_error=True,
-            seq=None,
-        )
+def _missing_result(call_id: str) -> ViewMessage:
     return _view_message(
-        role="tool", content=r.content, tool_call_id=call_id, is_error=r.is_error, media=r.media, seq=seq
+        role="tool",
+        content="[no result: the turn ended before this call returned]",
+        tool_call_id=call_id,
+        is_error=True,
+        seq=None,
     )
 
 
@@ -593,6 +589,9 @@ def _role(cls: type) -> int:
     return role
 
 
+_call_id = operator.attrgetter("id")
+
+
 class _Turn:
     """An assistant tool-call turn waiting for its results."""
 
@@ -602,7 +601,7 @@ class _Turn:
         self.seq = seq
         self.msg = msg
         self.results: dict[str, tuple[int, ToolResult]] = {}
-        self.waiting = {c.id for c in msg.tool_calls}
+        self.waiting = set(map(_call_id, msg.tool_calls))
         self.absorbed: list[ViewMessage] = []
         self.seqs = [seq]
 
@@ -615,7 +614,7 @@ class _Turn:
         for c in m.tool_calls:
             got = results.get(c.id)
             if got is None:
-                msgs.append(_tool_message(None, c.id, None))
+                msgs.append(_missing_result(c.id))
             else:
                 r = got[1]
                 msgs.append(
