@@ -14,6 +14,7 @@ from latch.engine.port import ViewMessage, ViewToolCall
 from latch.engine.units import (
     MESSAGE_COSTS_KEPT,
     MESSAGE_OVERHEAD_TOKENS,
+    NAMES_KEPT,
     TOOL_CALL_OVERHEAD_TOKENS,
     MessageCosts,
     TokenCounter,
@@ -218,6 +219,70 @@ def test_message_costs_keep_two_generations_at_most():
     assert costs.get(ViewMessage(role="user", content=texts[-1], seq=len(texts) - 1)) == len(texts) - 1
     assert costs.get(ViewMessage(role="user", content=texts[0], seq=0)) is None  # dropped with its generation
     assert costs.get(ViewMessage(role="user", content=fresh(texts[-1]), seq=len(texts) - 1)) is None
+
+
+_TEXTS = st.sampled_from(["", "hi", "toolu_1", "Read", '{"path": "a.py"}', "1 failed\n" * 3, "ünïcode 字"])
+
+
+@st.composite
+def _messages(draw):
+    """Messages as the segmentation makes them: some share text objects (the same event segmented twice)."""
+    pool = [fresh(t) for t in draw(st.lists(_TEXTS, min_size=1, max_size=6))]
+    text = st.sampled_from(pool)
+    out = []
+    for seq in range(1, draw(st.integers(1, 12)) + 1):
+        role = draw(st.sampled_from(["user", "assistant", "tool"]))
+        calls = (
+            tuple(ViewToolCall(draw(text), draw(text), draw(text)) for _ in range(draw(st.integers(0, 2))))
+            if role == "assistant"
+            else ()
+        )
+        media = (MediaRef("ab" * 32, "image/png", 9, width=2000, height=1000),) if draw(st.booleans()) else ()
+        out.append(
+            ViewMessage(
+                role=role,
+                content=draw(text),
+                seq=draw(st.sampled_from([seq, 1, None])),
+                tool_calls=calls,
+                tool_call_id=draw(text) if role == "tool" else None,
+                media=media,
+            )
+        )
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(_messages(), st.integers(0, 3))
+def test_a_counter_prices_a_run_of_messages_as_it_prices_each(messages, primed):
+    """prices() (the shared prices looked up in one loop, call ids and tool names priced once) gives each message
+    the tokens message() gives it, whether the texts were priced before by another counter or not."""
+    est = CharEstimator()
+    for m in messages[:primed]:  # another counter of the same estimator priced some of them already
+        TokenCounter(est).message(m)
+    got = TokenCounter(est).prices(messages)
+    want = [TokenCounter(CharEstimator()).message(m) for m in messages]  # fresh: no shared prices, no names
+    assert got == want
+    expected = []
+    for m in messages:
+        t = MESSAGE_OVERHEAD_TOKENS + len(m.content)
+        t += sum(TOOL_CALL_OVERHEAD_TOKENS + len(c.id) + len(c.name) + len(c.arguments) for c in m.tool_calls)
+        t += TOOL_CALL_OVERHEAD_TOKENS + len(m.tool_call_id) if m.tool_call_id is not None else 0
+        expected.append(t + 2000 * len(m.media))
+    assert got == expected
+
+
+def test_call_ids_and_tool_names_are_priced_once_by_a_counter_and_kept_bounded():
+    est = CountingEstimator()
+    c = TokenCounter(est)
+    calls = [ViewToolCall(fresh(f"toolu_{i}"), fresh("Bash"), fresh("{}")) for i in range(NAMES_KEPT + 10)]
+    for i, k in enumerate(calls):
+        assert c.message(ViewMessage(role="assistant", content="", seq=2 * i, tool_calls=(k,))) == (
+            MESSAGE_OVERHEAD_TOKENS + TOOL_CALL_OVERHEAD_TOKENS + len(k.id) + 4 + 2
+        )
+        result = ViewMessage(role="tool", content="ok", seq=2 * i + 1, tool_call_id=fresh(k.id))
+        assert c.message(result) == MESSAGE_OVERHEAD_TOKENS + 2 + TOOL_CALL_OVERHEAD_TOKENS + len(k.id)
+    assert est.texts.count("toolu_5") == 1  # in its call; its result's equal id is not estimated again
+    assert est.texts.count("Bash") == 2  # once, and once more after the names were emptied when full
 
 
 def test_counter_needs_the_estimator_interface_and_prices_documents():
