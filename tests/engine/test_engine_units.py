@@ -102,6 +102,22 @@ def test_segmentation_keeps_tool_turns_whole_and_notes_out():
     assert b.pending_seq is None
 
 
+def test_an_event_subclass_segments_as_its_event_class():
+    class Prompt(UserMessage):
+        pass
+
+    class Reply(AssistantMessage):
+        pass
+
+    class Output(ToolResult):
+        pass
+
+    units, _ = segment([Prompt("hi"), Reply("", (call("c1"),)), Output("c1", "done"), Reply("ok")])
+    assert [u.seqs for u in units] == [(1,), (2, 3), (4,)]
+    assert [[m.role for m in u.messages] for u in units] == [["user"], ["assistant", "tool"], ["assistant"]]
+    assert units[0].user_turn and units[1].messages[1].content == "done"
+
+
 def test_open_turn_is_pending_until_all_results():
     units, b = segment([UserMessage("go"), AssistantMessage("", (call("c1"), call("c2"))), ToolResult("c1", "x")])
     assert [u.seqs for u in units] == [(1,)]

@@ -55,6 +55,7 @@ __all__ = [
     "MessageCosts",
     "message_costs",
     "MESSAGE_COSTS_KEPT",
+    "NAMES_KEPT",
     "resolve_estimator",
     "suffix_fit",
     "render_session_context",
@@ -143,14 +144,8 @@ class MessageCosts:
 
     def price(self, m: ViewMessage, cost: Callable[[ViewMessage], int]) -> int:
         """The tokens kept for ``m``'s texts, else ``cost(m)`` (then kept): :meth:`get` and :meth:`put` in one, the
-        key made once (a request loop prices every new message through it)."""
-        key = (m.seq, id(m.content))
-        kept = self._kept(m, key)
-        if kept is not None:
-            return kept
-        tokens = cost(m)
-        self._keep(m, key, tokens)
-        return tokens
+        key made once."""
+        return self.price_all((m,), cost)[0]
 
     def price_all(self, messages: Sequence[ViewMessage], cost: Callable[[ViewMessage], int]) -> list[int]:
         """``[price(m, cost) for m in messages]``: each message's kept tokens, else ``cost(m)`` (then kept), in one
@@ -347,11 +342,11 @@ class TokenCounter:
                 if k is None:
                     k = names[name] = text(name)
                 t += TOOL_CALL_OVERHEAD_TOKENS + n + k + text(c.arguments)
-            cid = m.tool_call_id
-            if cid is not None:
-                n = names.get(cid)
+            result_of = m.tool_call_id
+            if result_of is not None:
+                n = names.get(result_of)
                 if n is None:
-                    n = names[cid] = text(cid)
+                    n = names[result_of] = text(result_of)
                 t += TOOL_CALL_OVERHEAD_TOKENS + n
         if m.media:
             for ref in m.media:
@@ -619,7 +614,12 @@ class _Turn:
                 r = got[1]
                 msgs.append(
                     _view_message(
-                        role="tool", content=r.content, tool_call_id=c.id, is_error=r.is_error, media=r.media, seq=got[0]
+                        role="tool",
+                        content=r.content,
+                        tool_call_id=c.id,
+                        is_error=r.is_error,
+                        media=r.media,
+                        seq=got[0],
                     )
                 )
         msgs.extend(self.absorbed)
