@@ -287,6 +287,42 @@ def test_a_counter_prices_a_run_of_messages_as_it_prices_each(messages, primed):
     assert got == expected
 
 
+def test_a_run_of_messages_goes_through_the_template_or_the_durable_counts_when_there_are_some():
+    class Framed(CharEstimator):  # a ChatFraming estimator prices whole messages itself
+        message_overhead_tokens = 3
+
+        def message_tokens(self, m):
+            return 100 + len(m.content)
+
+        def system_tokens(self, text):
+            return 0
+
+        def tools_tokens(self, tools):
+            return 0
+
+    class Exact(CharEstimator):
+        EXACT, TOKENIZER = True, "chars:v1"
+
+    class Counts:  # a durable count cache (TokenCountCache)
+        def __init__(self):
+            self.kept = {}
+
+        def get(self, tokenizer, seq, digest):
+            return self.kept.get((tokenizer, seq, digest))
+
+        def put(self, tokenizer, seq, digest, tokens):
+            self.kept[(tokenizer, seq, digest)] = tokens
+
+    messages = [
+        ViewMessage(role="user", content=fresh("abc"), seq=1),
+        ViewMessage(role="assistant", content="de", seq=2),
+    ]
+    assert TokenCounter(Framed()).prices(messages) == [103, 102]
+    counts = Counts()
+    assert TokenCounter(Exact(), counts).prices(messages) == [MESSAGE_OVERHEAD_TOKENS + 3, MESSAGE_OVERHEAD_TOKENS + 2]
+    assert sorted(counts.kept.values()) == [MESSAGE_OVERHEAD_TOKENS + 2, MESSAGE_OVERHEAD_TOKENS + 3]  # recorded
+
+
 def test_call_ids_and_tool_names_are_priced_once_by_a_counter_and_kept_bounded():
     est = CountingEstimator()
     c = TokenCounter(est)
