@@ -14,6 +14,7 @@ from latch.engine.port import ViewMessage, ViewToolCall
 from latch.engine.units import (
     MESSAGE_COSTS_KEPT,
     MESSAGE_OVERHEAD_TOKENS,
+    NAMES_KEPT,
     TOOL_CALL_OVERHEAD_TOKENS,
     MessageCosts,
     TokenCounter,
@@ -101,6 +102,22 @@ def test_segmentation_keeps_tool_turns_whole_and_notes_out():
     assert b.pending_seq is None
 
 
+def test_an_event_subclass_segments_as_its_event_class():
+    class Prompt(UserMessage):
+        pass
+
+    class Reply(AssistantMessage):
+        pass
+
+    class Output(ToolResult):
+        pass
+
+    units, _ = segment([Prompt("hi"), Reply("", (call("c1"),)), Output("c1", "done"), Reply("ok")])
+    assert [u.seqs for u in units] == [(1,), (2, 3), (4,)]
+    assert [[m.role for m in u.messages] for u in units] == [["user"], ["assistant", "tool"], ["assistant"]]
+    assert units[0].user_turn and units[1].messages[1].content == "done"
+
+
 def test_open_turn_is_pending_until_all_results():
     units, b = segment([UserMessage("go"), AssistantMessage("", (call("c1"), call("c2"))), ToolResult("c1", "x")])
     assert [u.seqs for u in units] == [(1,)]
@@ -158,7 +175,8 @@ def test_counters_of_one_estimator_price_the_same_texts_once_and_equal_copies_ag
     loop_units = UnitBuilder().feed_all(events)
     costs = [u.cost(loop_side) for u in loop_units]
     priced = len(est.texts)
-    assert priced == 1 + (1 + 3) + (1 + 1) + 1  # user; call message: text, id, name, arguments; result: text, id
+    # user; call message: text, id, name, arguments; result: its text (its id is the call's, priced once); answer
+    assert priced == 1 + (1 + 3) + 1 + 1
     engine_units = UnitBuilder().feed_all(events)  # the same events: other messages holding the same texts
     assert [u.cost(engine_side) for u in engine_units] == costs
     assert [u.msg_tokens for u in engine_units] == [u.msg_tokens for u in loop_units]
@@ -217,6 +235,106 @@ def test_message_costs_keep_two_generations_at_most():
     assert costs.get(ViewMessage(role="user", content=texts[-1], seq=len(texts) - 1)) == len(texts) - 1
     assert costs.get(ViewMessage(role="user", content=texts[0], seq=0)) is None  # dropped with its generation
     assert costs.get(ViewMessage(role="user", content=fresh(texts[-1]), seq=len(texts) - 1)) is None
+
+
+_TEXTS = st.sampled_from(["", "hi", "toolu_1", "Read", '{"path": "a.py"}', "1 failed\n" * 3, "ünïcode 字"])
+
+
+@st.composite
+def _messages(draw):
+    """Messages as the segmentation makes them: some share text objects (the same event segmented twice)."""
+    pool = [fresh(t) for t in draw(st.lists(_TEXTS, min_size=1, max_size=6))]
+    text = st.sampled_from(pool)
+    out = []
+    for seq in range(1, draw(st.integers(1, 12)) + 1):
+        role = draw(st.sampled_from(["user", "assistant", "tool"]))
+        calls = (
+            tuple(ViewToolCall(draw(text), draw(text), draw(text)) for _ in range(draw(st.integers(0, 2))))
+            if role == "assistant"
+            else ()
+        )
+        media = (MediaRef("ab" * 32, "image/png", 9, width=2000, height=1000),) if draw(st.booleans()) else ()
+        out.append(
+            ViewMessage(
+                role=role,
+                content=draw(text),
+                seq=draw(st.sampled_from([seq, 1, None])),
+                tool_calls=calls,
+                tool_call_id=draw(text) if role == "tool" else None,
+                media=media,
+            )
+        )
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(_messages(), st.integers(0, 3))
+def test_a_counter_prices_a_run_of_messages_as_it_prices_each(messages, primed):
+    """prices() (the shared prices looked up in one loop, call ids and tool names priced once) gives each message
+    the tokens message() gives it, whether the texts were priced before by another counter or not."""
+    est = CharEstimator()
+    for m in messages[:primed]:  # another counter of the same estimator priced some of them already
+        TokenCounter(est).message(m)
+    got = TokenCounter(est).prices(messages)
+    want = [TokenCounter(CharEstimator()).message(m) for m in messages]  # fresh: no shared prices, no names
+    assert got == want
+    expected = []
+    for m in messages:
+        t = MESSAGE_OVERHEAD_TOKENS + len(m.content)
+        t += sum(TOOL_CALL_OVERHEAD_TOKENS + len(c.id) + len(c.name) + len(c.arguments) for c in m.tool_calls)
+        t += TOOL_CALL_OVERHEAD_TOKENS + len(m.tool_call_id) if m.tool_call_id is not None else 0
+        expected.append(t + 2000 * len(m.media))
+    assert got == expected
+
+
+def test_a_run_of_messages_goes_through_the_template_or_the_durable_counts_when_there_are_some():
+    class Framed(CharEstimator):  # a ChatFraming estimator prices whole messages itself
+        message_overhead_tokens = 3
+
+        def message_tokens(self, m):
+            return 100 + len(m.content)
+
+        def system_tokens(self, text):
+            return 0
+
+        def tools_tokens(self, tools):
+            return 0
+
+    class Exact(CharEstimator):
+        EXACT, TOKENIZER = True, "chars:v1"
+
+    class Counts:  # a durable count cache (TokenCountCache)
+        def __init__(self):
+            self.kept = {}
+
+        def get(self, tokenizer, seq, digest):
+            return self.kept.get((tokenizer, seq, digest))
+
+        def put(self, tokenizer, seq, digest, tokens):
+            self.kept[(tokenizer, seq, digest)] = tokens
+
+    messages = [
+        ViewMessage(role="user", content=fresh("abc"), seq=1),
+        ViewMessage(role="assistant", content="de", seq=2),
+    ]
+    assert TokenCounter(Framed()).prices(messages) == [103, 102]
+    counts = Counts()
+    assert TokenCounter(Exact(), counts).prices(messages) == [MESSAGE_OVERHEAD_TOKENS + 3, MESSAGE_OVERHEAD_TOKENS + 2]
+    assert sorted(counts.kept.values()) == [MESSAGE_OVERHEAD_TOKENS + 2, MESSAGE_OVERHEAD_TOKENS + 3]  # recorded
+
+
+def test_call_ids_and_tool_names_are_priced_once_by_a_counter_and_kept_bounded():
+    est = CountingEstimator()
+    c = TokenCounter(est)
+    calls = [ViewToolCall(fresh(f"toolu_{i}"), fresh("Bash"), fresh("{}")) for i in range(NAMES_KEPT + 10)]
+    for i, k in enumerate(calls):
+        assert c.message(ViewMessage(role="assistant", content="", seq=2 * i, tool_calls=(k,))) == (
+            MESSAGE_OVERHEAD_TOKENS + TOOL_CALL_OVERHEAD_TOKENS + len(k.id) + 4 + 2
+        )
+        result = ViewMessage(role="tool", content="ok", seq=2 * i + 1, tool_call_id=fresh(k.id))
+        assert c.message(result) == MESSAGE_OVERHEAD_TOKENS + 2 + TOOL_CALL_OVERHEAD_TOKENS + len(k.id)
+    assert est.texts.count("toolu_5") == 1  # in its call; its result's equal id is not estimated again
+    assert est.texts.count("Bash") == 2  # once, and once more after the names were emptied when full
 
 
 def test_counter_needs_the_estimator_interface_and_prices_documents():

@@ -582,6 +582,7 @@ class ContinuityEngine:
         self._skill_calls: dict[str, str] = {}  # load_skill call id → skill name, until its result
         self._skills: dict[str, int] = {}  # skill name → seq of its newest loaded body, in load order
         self._provider: dict[str, Any] | None = None
+        self._usage: tuple[int, Usage, int | None] | None = None  # the newest usage not yet in _provider
         self._prev: _Prev | None = None
         self._compact: int | None = None  # start seq of a pending manual compaction
         self._revision = 0  # last KernelContext revision of this stream
@@ -635,7 +636,7 @@ class ContinuityEngine:
         ep.anchor, ep.query = mp["recall_anchor"], mp["recall_query"]
         ep.work_anchor = mp.get("recall_work_anchor", 0)
         self._watermark = w
-        self._provider = mp["provider"]
+        self._provider, self._usage = mp["provider"], None
         self._prev = _Prev(w, ep, len(ep.messages), tuple(mp["header_sha256"]), mp["common_prefix_tokens"])
 
     def _read(self, after_seq: int, until_seq: int) -> Iterator[list[Any]]:
@@ -650,12 +651,14 @@ class ContinuityEngine:
 
     def _observe(self, chunk: list[Any], *, feed_units: bool) -> None:
         """Account new events: units, episode index, query context, provider usage, event count."""
-        builder, ep, counter = self._builder, self._epoch, self._counter
+        feed, counter = self._builder.feed, self._counter
+        units, prefix = self._epoch.units, self._epoch.prefix
         for s in chunk:
             ev = s.event
             if feed_units:
-                for u in builder.feed(s):
-                    ep.add_unit(u, counter)
+                for u in feed(s):  # _Epoch.add_unit in line
+                    units.append(u)
+                    prefix.append(prefix[-1] + u.cost(counter))
             if isinstance(ev, UserMessage):
                 if not ev.is_meta:
                     self._last_user = (s.seq, ev.text)
@@ -693,14 +696,26 @@ class ContinuityEngine:
         self._watermark = max(self._watermark, until_seq)
 
     def _attribute_usage(self, seq: int, u: Usage) -> None:
-        """Provider usage reported after the previous materialization (of this stream) at ``seq``."""
+        """Provider usage reported after the previous materialization (of this stream) at ``seq``: kept as read,
+        summed up by :meth:`_provider_usage` when a view asks (most usage events are followed by a newer one)."""
         prev = self._prev
-        common = prev.common_prefix_tokens if prev is not None and prev.until_seq < seq else None
+        self._usage = (seq, u, prev.common_prefix_tokens if prev is not None and prev.until_seq < seq else None)
+
+    def _provider_usage(self) -> dict[str, Any] | None:
+        """The newest provider usage attributed (:meth:`_attribute_usage`) as the view's ``provider`` metrics."""
+        if self._usage is not None:
+            seq, u, common = self._usage
+            self._usage = None
+            self._provider = self._usage_metrics(seq, u, common)
+        return self._provider
+
+    @staticmethod
+    def _usage_metrics(seq: int, u: Usage, common: int | None) -> dict[str, Any]:
         cr, inp, cw = u.cache_read_tokens, u.input_tokens, u.cache_write_tokens
         hit = None
         if cr is not None and inp is not None and cr + inp + (cw or 0) > 0:
             hit = cr / (cr + inp + (cw or 0))
-        self._provider = {
+        return {
             "usage_seq": seq,
             "prompt_tokens": u.prompt_tokens,
             "input_tokens": inp,
@@ -1203,7 +1218,7 @@ class ContinuityEngine:
                 "tools_tokens": tokens.tools_tokens,
                 "extension_tokens": tokens.extension_tokens,
             },
-            "provider": dict(self._provider) if self._provider else None,
+            "provider": dict(provider) if (provider := self._provider_usage()) else None,
             "exact_tokenizer": self._counter.tokenizer,  # None: heuristic estimates
         }
         view = ContextView(

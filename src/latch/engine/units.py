@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import operator
 import weakref
 from array import array
 from bisect import bisect_right
@@ -54,6 +55,7 @@ __all__ = [
     "MessageCosts",
     "message_costs",
     "MESSAGE_COSTS_KEPT",
+    "NAMES_KEPT",
     "resolve_estimator",
     "suffix_fit",
     "render_session_context",
@@ -142,14 +144,34 @@ class MessageCosts:
 
     def price(self, m: ViewMessage, cost: Callable[[ViewMessage], int]) -> int:
         """The tokens kept for ``m``'s texts, else ``cost(m)`` (then kept): :meth:`get` and :meth:`put` in one, the
-        key made once (a request loop prices every new message through it)."""
-        key = (m.seq, id(m.content))
-        kept = self._kept(m, key)
-        if kept is not None:
-            return kept
-        tokens = cost(m)
-        self._keep(m, key, tokens)
-        return tokens
+        key made once."""
+        return self.price_all((m,), cost)[0]
+
+    def price_all(self, messages: Sequence[ViewMessage], cost: Callable[[ViewMessage], int]) -> list[int]:
+        """``[price(m, cost) for m in messages]``: each message's kept tokens, else ``cost(m)`` (then kept), in one
+        loop (a unit's messages are priced together)."""
+        out: list[int] = []
+        for m in messages:
+            content = m.content
+            key = (m.seq, id(content))
+            got = self._new.get(key) or self._old.get(key)
+            if (
+                got is not None
+                and got[0] is content
+                and got[1] is m.tool_call_id
+                and (got[2] is m.tool_calls or _same_calls(got[2], m.tool_calls))
+                and (got[3] is m.media or got[3] == m.media)
+            ):
+                out.append(got[4])
+                continue
+            tokens = cost(m)
+            new = self._new
+            if len(new) >= MESSAGE_COSTS_KEPT:
+                self._old, new = new, {}
+                self._new = new
+            new[key] = (content, m.tool_call_id, m.tool_calls, m.media, tokens)
+            out.append(tokens)
+        return out
 
     def _kept(self, m: ViewMessage, key: tuple[Any, int]) -> int | None:
         got = self._new.get(key) or self._old.get(key)
@@ -191,6 +213,11 @@ def message_costs(estimator: Any) -> MessageCosts:
     if got is None or got.estimator is not estimator:
         got = _MESSAGE_COSTS[id(estimator)] = MessageCosts(estimator)
     return got
+
+
+NAMES_KEPT = 1024
+"""Tool-call ids and tool names a :class:`TokenCounter` remembers the tokens of (an id is priced in its call and
+again in its result; a session uses a few tool names)."""
 
 
 class TokenCounter:
@@ -235,6 +262,7 @@ class TokenCounter:
         )
         self.counts = counts if self.exact else None
         self._costs = message_costs(estimator)
+        self._names: dict[str, int] = {}  # tokens of call ids and tool names (at most NAMES_KEPT, emptied when full)
         self._system_memo: dict[str, int] = {}
         self.framing: ChatFraming | None = estimator if isinstance(estimator, ChatFraming) else None
         self.overhead: int = (
@@ -285,19 +313,44 @@ class TokenCounter:
             counts.put(tokenizer, m.seq, digest, got)
         return int(got)
 
+    def prices(self, messages: Sequence[ViewMessage]) -> list[int]:
+        """``[message(m) for m in messages]`` (tokens of each message, in order), the shared prices looked up in
+        one loop when neither a durable count cache nor a chat template is involved."""
+        if self.framing is None and self.counts is None:
+            return self._costs.price_all(messages, self._estimate)
+        message = self.message
+        return [message(m) for m in messages]
+
     def _message(self, m: ViewMessage) -> int:
         if self.framing is not None:
             return int(self.framing.message_tokens(m))
         return self._costs.price(m, self._estimate)
 
     def _estimate(self, m: ViewMessage) -> int:
-        t = MESSAGE_OVERHEAD_TOKENS + self.text(m.content)
-        for c in m.tool_calls:
-            t += TOOL_CALL_OVERHEAD_TOKENS + self.text(c.id) + self.text(c.name) + self.text(c.arguments)
-        if m.tool_call_id is not None:
-            t += TOOL_CALL_OVERHEAD_TOKENS + self.text(m.tool_call_id)
-        for ref in m.media:
-            t += self.media(ref)
+        text = self.text
+        t = MESSAGE_OVERHEAD_TOKENS + text(m.content)
+        if m.tool_calls or m.tool_call_id is not None:
+            names = self._names  # call ids and tool names: each id is priced twice (call, result), names recur
+            if len(names) >= NAMES_KEPT:
+                names.clear()
+            for c in m.tool_calls:
+                cid, name = c.id, c.name
+                n = names.get(cid)
+                if n is None:
+                    n = names[cid] = text(cid)
+                k = names.get(name)
+                if k is None:
+                    k = names[name] = text(name)
+                t += TOOL_CALL_OVERHEAD_TOKENS + n + k + text(c.arguments)
+            result_of = m.tool_call_id
+            if result_of is not None:
+                n = names.get(result_of)
+                if n is None:
+                    n = names[result_of] = text(result_of)
+                t += TOOL_CALL_OVERHEAD_TOKENS + n
+        if m.media:
+            for ref in m.media:
+                t += self.media(ref)
         return t
 
     def image_tokens(self, m: ViewMessage) -> tuple[int, int]:
@@ -361,15 +414,16 @@ class Unit:
     def cost(self, counter: TokenCounter) -> int:
         """Estimated tokens of the unit (cached; ``msg_tokens`` per message), image tokens included."""
         if self.tokens < 0:
-            message = counter.message
-            self.msg_tokens = tuple([message(m) for m in self.messages])
-            self.tokens = sum(self.msg_tokens)
+            messages = self.messages
+            self.msg_tokens = msg_tokens = tuple(counter.prices(messages))
+            self.tokens = sum(msg_tokens)
             n = t = 0
-            for m in self.messages:
+            for m in messages:
                 if m.media:  # most messages carry none
                     c, k = counter.image_tokens(m)
                     n, t = n + c, t + k
-            self.images = (n, t)
+            if n or t:
+                self.images = (n, t)
         return self.tokens
 
     def __repr__(self) -> str:
@@ -431,7 +485,7 @@ class UnitSpans(Mapping[int, UnitSpan]):
         if len(seqs) < 2:
             return False
         last = self._seqs[-1] if self._seqs else None
-        if (last is not None and seqs[0] <= last) or any(a >= b for a, b in zip(seqs, seqs[1:], strict=False)):
+        if (last is not None and seqs[0] <= last) or not all(map(operator.lt, seqs, seqs[1:])):
             raise ValueError(f"unit seqs {seqs} do not ascend past the last kept seq {last}")
         self._seqs.extend(seqs)
         self._starts.append(len(self._seqs))
@@ -495,22 +549,42 @@ def _orphan_message(seq: int, r: ToolResult) -> ViewMessage:
     return _view_message(role="user", content=f"{head}\n{r.content}", media=r.media, seq=seq)
 
 
-def _tool_message(seq: int | None, call_id: str, r: ToolResult | None) -> ViewMessage:
-    if r is None:
-        return _view_message(
-            role="tool",
-            content="[no result: the turn ended before this call returned]",
-            tool_call_id=call_id,
-            is_error=True,
-            seq=None,
-        )
+def _missing_result(call_id: str) -> ViewMessage:
     return _view_message(
-        role="tool", content=r.content, tool_call_id=call_id, is_error=r.is_error, media=r.media, seq=seq
+        role="tool",
+        content="[no result: the turn ended before this call returned]",
+        tool_call_id=call_id,
+        is_error=True,
+        seq=None,
     )
 
 
 def _user_message(seq: int, u: UserMessage) -> ViewMessage:
     return _view_message(role="user", content=u.text, media=u.media, seq=seq)
+
+
+_ASSISTANT, _RESULT, _USER, _OTHER = range(4)
+_ROLES: dict[type, int] = {}
+"""Event class -> its part in the segmentation (:func:`_role`), filled as classes are met."""
+
+
+def _role(cls: type) -> int:
+    """What the segmentation reads an event of ``cls`` as, by the first of its checks the class passes (a subclass
+    reads as its base class)."""
+    role = (
+        _ASSISTANT
+        if issubclass(cls, AssistantMessage)
+        else _RESULT
+        if issubclass(cls, ToolResult)
+        else _USER
+        if issubclass(cls, UserMessage)
+        else _OTHER
+    )
+    _ROLES[cls] = role
+    return role
+
+
+_call_id = operator.attrgetter("id")
 
 
 class _Turn:
@@ -522,7 +596,7 @@ class _Turn:
         self.seq = seq
         self.msg = msg
         self.results: dict[str, tuple[int, ToolResult]] = {}
-        self.waiting = {c.id for c in msg.tool_calls}
+        self.waiting = set(map(_call_id, msg.tool_calls))
         self.absorbed: list[ViewMessage] = []
         self.seqs = [seq]
 
@@ -531,9 +605,23 @@ class _Turn:
         call = _view_tool_call
         calls = tuple([call(c.id, c.name, c.arguments) for c in m.tool_calls])
         msgs = [_view_message(role="assistant", content=m.text, seq=self.seq, tool_calls=calls)]
+        results = self.results
         for c in m.tool_calls:
-            got = self.results.get(c.id)
-            msgs.append(_tool_message(got[0] if got else None, c.id, got[1] if got else None))
+            got = results.get(c.id)
+            if got is None:
+                msgs.append(_missing_result(c.id))
+            else:
+                r = got[1]
+                msgs.append(
+                    _view_message(
+                        role="tool",
+                        content=r.content,
+                        tool_call_id=c.id,
+                        is_error=r.is_error,
+                        media=r.media,
+                        seq=got[0],
+                    )
+                )
         msgs.extend(self.absorbed)
         return Unit(self.seq, close_seq, tuple(self.seqs), tuple(msgs))
 
@@ -556,9 +644,15 @@ class UnitBuilder:
 
     def feed(self, stored: Any) -> list[Unit]:
         """Accept one stored event (``seq``, ``event``); return the units it completes (0, 1 or 2)."""
-        seq, ev = stored.seq, stored.event
+        ev = stored.event
+        role = _ROLES.get(type(ev))
+        if role is None:
+            role = _role(type(ev))
+        if role == _OTHER:
+            return []
+        seq = stored.seq
         turn = self._turn
-        if isinstance(ev, AssistantMessage):
+        if role == _ASSISTANT:
             out: list[Unit] = []
             if turn is not None:  # the next response came before every result: close with placeholders
                 out.append(turn.close(seq))
@@ -568,29 +662,28 @@ class UnitBuilder:
             elif ev.text:
                 out.append(Unit(seq, seq, (seq,), (_view_message(role="assistant", content=ev.text, seq=seq),)))
             return out
-        if isinstance(ev, ToolResult):
+        if role == _RESULT:
             if ev.eof_placeholder:
                 return []  # superseded by the real result when one is stored later
-            if turn is not None and not ev.orphan and ev.call_id in turn.waiting:
-                turn.waiting.discard(ev.call_id)
-                turn.results[ev.call_id] = (seq, ev)
-                turn.seqs.append(seq)
-                if not turn.waiting:
-                    self._turn = None
-                    return [turn.close(seq)]
-                return []
             if turn is not None:
+                waiting = turn.waiting
+                if ev.call_id in waiting and not ev.orphan:
+                    waiting.discard(ev.call_id)
+                    turn.results[ev.call_id] = (seq, ev)
+                    turn.seqs.append(seq)
+                    if not waiting:
+                        self._turn = None
+                        return [turn.close(seq)]
+                    return []
                 turn.absorbed.append(_orphan_message(seq, ev))
                 turn.seqs.append(seq)
                 return []
             return [Unit(seq, seq, (seq,), (_orphan_message(seq, ev),))]
-        if isinstance(ev, UserMessage):
-            if turn is not None:
-                turn.absorbed.append(_user_message(seq, ev))
-                turn.seqs.append(seq)
-                return []
-            return [Unit(seq, seq, (seq,), (_user_message(seq, ev),), user_turn=not ev.is_meta)]
-        return []
+        if turn is not None:
+            turn.absorbed.append(_user_message(seq, ev))
+            turn.seqs.append(seq)
+            return []
+        return [Unit(seq, seq, (seq,), (_user_message(seq, ev),), user_turn=not ev.is_meta)]
 
     def feed_all(self, stored_events: Iterable[Any]) -> list[Unit]:
         out: list[Unit] = []

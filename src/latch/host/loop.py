@@ -379,10 +379,12 @@ class RequestLoop:
     def _feed(self, until: int | None) -> None:
         if until is not None and until <= self._fed_seq:
             return
+        feed, prices, add = self._builder.feed, self.counter.prices, self.units.add
         for ev in self.store.events(self.session_id, after_seq=self._fed_seq, until_seq=until):
-            for u in self._builder.feed(ev):
-                self.history_tokens += u.cost(self.counter)
-                self.units.add(u)  # the unit's seqs only (several): its text is not kept for the whole session
+            for u in feed(ev):
+                self.history_tokens += sum(prices(u.messages))  # u.cost(counter), with nothing kept on the unit
+                if len(u.seqs) > 1:  # the unit's seqs only (several): its text is not kept for the whole session
+                    add(u)
             if isinstance(ev.event, UserMessage):  # instruction_text answers None for every other event
                 found = instruction_text(ev.event)
                 if found is not None:
