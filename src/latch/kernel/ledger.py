@@ -239,18 +239,19 @@ class Ledger:
         if deriver is None:
             deriver = self.derivers[sid] = self._new_deriver(store, sid)
         facts = deriver.feed(ev.event)
-        if deriver.opened or deriver.closed:
-            pws = self.workspace(store, sid)
-            pws.pending_starts.extend([ev.seq] * deriver.opened)
-            for _ in range(deriver.closed):
-                insort(pws.pending_ends, ev.seq)
-        if not facts:
+        if not facts and not (deriver.opened or deriver.closed):
             return
-        bucket = self.facts.setdefault(sid, [])
         ws = self.workspaces_of.get(sid)
         if ws is None:
             ws = self.workspaces_of[sid] = self.workspace(store, sid)
         seq = ev.seq
+        if deriver.opened or deriver.closed:
+            ws.pending_starts.extend([seq] * deriver.opened)
+            for _ in range(deriver.closed):
+                insort(ws.pending_ends, seq)
+        if not facts:
+            return
+        bucket = self.facts.setdefault(sid, [])
         for n, fact in enumerate(facts):
             pos = (seq, n)
             bucket.append((pos, fact))
