@@ -62,7 +62,11 @@ def _rules_by_name(rules: Sequence[DerivationRule]) -> dict[str, DerivationRule]
     by_name: dict[str, DerivationRule] = {}
     for rule in rules:
         own = getattr(rule, "__dict__", {})
-        if type(rule).matches is not DerivationRule.matches or "matches" in own or not isinstance(rule.tools, frozenset):
+        if (
+            type(rule).matches is not DerivationRule.matches
+            or "matches" in own
+            or not isinstance(rule.tools, frozenset)
+        ):
             return None
         for name in rule.tools:
             by_name.setdefault(name, rule)
