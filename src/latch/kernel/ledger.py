@@ -40,6 +40,7 @@ from .derive import (
     UserInstruction,
     builtin_rules,
     check_rules,
+    derives_nothing,
 )
 from .events import FileObservation, Mutation, StateUpdate, ValidationEvidence
 
@@ -211,9 +212,15 @@ class Ledger:
             if end <= self.watermark:
                 return
             last = None
+            inert, derivers = _INERT, self.derivers
             try:
                 for ev in store.events(after_seq=self.watermark, until_seq=end):
-                    self._derive(store, ev)
+                    kind = type(ev.event)
+                    quiet = inert.get(kind)
+                    if quiet is None:
+                        quiet = inert[kind] = derives_nothing(kind)
+                    if not quiet or ev.session_id not in derivers:  # an inert event of a known session is skipped
+                        self._derive(store, ev)
                     last = ev
             finally:  # through the last event derived
                 if last is not None:
@@ -251,7 +258,9 @@ class Ledger:
                 insort(ws.pending_ends, seq)
         if not facts:
             return
-        bucket = self.facts.setdefault(sid, [])
+        bucket = self.facts.get(sid)
+        if bucket is None:
+            bucket = self.facts[sid] = []
         for n, fact in enumerate(facts):
             pos = (seq, n)
             bucket.append((pos, fact))
@@ -383,6 +392,9 @@ class Ledger:
         """Whether disproof ``d`` went stale at or before ``end``."""
         return d.stale_pos is not None and d.stale_pos <= end
 
+
+_INERT: dict[type, bool] = {}
+"""Per event type: whether it derives nothing (:func:`~latch.kernel.derive.derives_nothing`), kept."""
 
 _PLAIN_FACTS = frozenset({ToolSuccess, ToolFailure, FileObservation, ValidationEvidence, UserInstruction})
 """Fact types that are neither a :class:`Mutation` nor a :class:`StateUpdate` (the workspace records nothing of

@@ -55,6 +55,13 @@ def _branch(kind: type) -> int:
     return branch
 
 
+def derives_nothing(kind: type) -> bool:
+    """Whether :meth:`SessionDeriver.feed` of an event of type ``kind`` returns ``[]`` and counts no call opened or
+    closed, whatever the event holds and whatever came before (usage, notes and other kinds no rule reads)."""
+    branch = _BRANCHES.get(kind)
+    return (branch if branch is not None else _branch(kind)) == _NOTHING
+
+
 def _rules_by_name(rules: Sequence[DerivationRule]) -> dict[str, DerivationRule] | None:
     """``{tool name: the first of rules whose tools hold it}`` when every rule keeps the default
     :meth:`DerivationRule.matches` (``call.name in tools``): the rule :meth:`SessionDeriver._rule` finds by trying
@@ -112,8 +119,9 @@ class SessionDeriver:
         if branch == _NOTHING:
             return []
         if branch == _CALLS:
+            by_name = self._by_name
             for call in event.tool_calls:  # type: ignore[attr-defined]
-                rule = self._rule(call)
+                rule = by_name.get(call.name) if by_name is not None else self._rule(call)
                 self._pending[call.id] = (call, rule)
                 if call.id in self._possible:
                     continue  # a repeated call id still pending: counted once
