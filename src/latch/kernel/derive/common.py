@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -137,8 +138,25 @@ _DIGITS_RE = lazy_compile(r"\d+")
 _SPACES_RE = lazy_compile(r"\s+")
 
 
+SIGNED_LINES = 1024
+"""Error lines whose signature is kept (the newest used, each at most :data:`SIGNED_LINE_CHARS` characters): a
+failing command fails again with the same line."""
+SIGNED_LINE_CHARS = 1000
+"""The longest error line whose signature is kept (:data:`SIGNED_LINES`)."""
+
+
 def _line_signature(line: str) -> str:
-    """The signature of one error line (see :func:`error_signature`)."""
+    """The signature of one error line (see :func:`error_signature`), kept for a short line."""
+    return _kept_line_signature(line) if len(line) <= SIGNED_LINE_CHARS else _signed(line)
+
+
+@functools.lru_cache(maxsize=SIGNED_LINES)
+def _kept_line_signature(line: str) -> str:
+    return _signed(line)
+
+
+def _signed(line: str) -> str:
+    """:func:`_line_signature`, worked out."""
     sig = _QUOTED_RE.sub("<q>", line) if "'" in line or '"' in line or "`" in line else line
     if "/" in sig:  # every path holds one
         sig = _PATH_RE.sub("<path>", sig)
