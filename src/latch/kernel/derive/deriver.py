@@ -89,7 +89,8 @@ class SessionDeriver:
     :class:`DerivationRule` instances, tried in order; default :func:`builtin_rules`) on its call; a
     :class:`~latch.events.UserMessage` holding a real instruction is a :class:`UserInstruction`.
     A rule's :meth:`~DerivationRule.matches` is asked once per call, when the call is registered (it is a
-    function of the call).
+    function of the call); when every rule keeps the default one (the call's name in its ``tools``), the call's
+    rule is looked up by its name instead (the same rule).
     """
 
     def __init__(self, ctx: DerivationContext, rules: Sequence[DerivationRule] | None = None):
