@@ -56,11 +56,11 @@ _EDIT_REJECTED_RE = lazy_compile(
     r"\n(?:No replacement was performed|ERROR:|Error:|Invalid `path`|The path \S+ does not exist|"
     r"Your proposed edit has introduced new syntax error)"
 )
-"""An editor's refusal at the start of a line, searched in the text after a ``\n`` (:func:`_edit_rejected`)."""
+r"""An editor's refusal at the start of a line, searched in the text after a ``\n`` (:func:`_edit_rejected`)."""
 
 
 def _edit_rejected(head: str) -> bool:
-    """Whether a line of ``head`` starts with an editor's refusal: :data:`_EDIT_REJECTED_RE` led by the ``\n``
+    r"""Whether a line of ``head`` starts with an editor's refusal: :data:`_EDIT_REJECTED_RE` led by the ``\n``
     before each line (a multi-line ``^`` instead is tried at every character; the ``\n`` is found in C)."""
     return _EDIT_REJECTED_RE.search("\n" + head) is not None
 
