@@ -125,3 +125,60 @@ def test_one_line_where_the_prefix_collapses_to_about_the_limit():
             for shift in range(0, 3):
                 text = "\t" * shift + ("w" * word + " " * gap) * (3_000 // (word + gap) + 1)
                 assert common._one_line(text) == " ".join(text.split())[: common.ONE_LINE_CHARS], (word, gap, shift)
+
+
+_LINE_STARTS = ["", " ", "  \t", "\x1f", "\x0c", "\r", "\u3000", "\x1b[31m", "é "]
+_LEADS = [
+    *"error Error: ERROR errors errorless fatal: Panic exception Exceptional Failed fail fail: failure".split(" "),
+    *"KeyError: a.b.ValueError x.Exception my.error. npm ok x ~/a.py Script Output: Chunk".split(" "),
+    "npm err",
+    "npm ERR!",
+    "npm  err",
+    "my error",
+    "Script error:",
+    "Script failed",
+    "Process exited with code 1",
+    "",
+]
+_ENDS = ["", " ", "\t", " x", "_y", ".z", "!", "\x1f", "é"]
+_led_texts = st.lists(
+    st.tuples(st.sampled_from(_LINE_STARTS), st.sampled_from(_LEADS), st.sampled_from(_ENDS)).map("".join),
+    max_size=12,
+).flatmap(lambda lines: st.sampled_from(["\n", "\r\n", "\n\n", "\x0b"]).map(lambda sep: sep.join(lines)))
+
+
+@given(_led_texts)
+@settings(max_examples=2_000, deadline=None)
+def test_error_line_found_where_a_line_starts_like_an_error_equals_the_reading_of_every_line(text):
+    """Lines led by whitespace of every kind and by words that start like an error or almost: the first error-led
+    line found in the whole text is the one the lines read in turn give."""
+    lines = common._meaningful_lines(text)
+    assert common._text_error_line(text) == (common._error_line(lines) if lines else None)
+
+
+_REFUSALS = [
+    "No replacement was performed",
+    "ERROR:",
+    "Error:",
+    "Invalid `path`",
+    "The path /a/b.py does not exist",
+    "The path  does not exist",
+    "Your proposed edit has introduced new syntax error",
+    "error:",
+    " Error:",
+    "x",
+    "The file a.py has been edited.",
+]
+_PLAIN_REFUSAL = re.compile(
+    r"^(?:No replacement was performed|ERROR:|Error:|Invalid `path`|The path \S+ does not exist|"
+    r"Your proposed edit has introduced new syntax error)",
+    re.M,
+)
+
+
+@given(st.lists(st.sampled_from(_REFUSALS + ["\n", "\r\n", " "]), max_size=10).map("".join))
+@settings(max_examples=1_000, deadline=None)
+def test_an_editor_refusal_is_found_where_the_multiline_pattern_finds_it(text):
+    from latch.kernel.derive import files
+
+    assert files._edit_rejected(text) == (_PLAIN_REFUSAL.search(text) is not None)

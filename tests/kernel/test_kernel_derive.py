@@ -450,3 +450,38 @@ def test_a_contexts_paths_follow_its_current_folder():
     assert ctx.path("/repo/a.py") == "/repo/a.py" and ctx.path("/other/c.py") == "c.py"
     ctx.cwd = "/repo"
     assert ctx.path("/repo/a.py") == "a.py"
+
+
+class _ShadowBashRule(DerivationRule):
+    PLUGIN_NAME = "test_shadow_bash"
+    tools = frozenset({"Bash"})
+
+    def derive(self, call, result, ctx):
+        return [ToolSuccess("shadow", (call.id,))]
+
+
+class _ByArgumentRule(DerivationRule):
+    PLUGIN_NAME = "test_by_argument"
+
+    def matches(self, call):
+        return '"deploy"' in call.arguments
+
+    def derive(self, call, result, ctx):
+        return [ToolSuccess("by-argument", (call.id,))]
+
+
+def test_a_call_takes_the_first_rule_that_matches_it_by_name_or_by_its_own_test():
+    from latch.events import AssistantMessage
+    from latch.kernel.derive import SessionDeriver
+
+    ls = ToolCall("c1", "Bash", json.dumps({"command": "ls"}))
+    deploy = ToolCall("c2", "Bash", json.dumps({"command": "deploy"}))
+    for rules, want in (
+        ([_ShadowBashRule(), *builtin_rules()], ["shadow", "shadow"]),
+        ([*builtin_rules(), _ShadowBashRule()], ["Bash", "Bash"]),
+        ([_ByArgumentRule(), *builtin_rules()], ["Bash", "by-argument"]),
+        ([*builtin_rules(), _ByArgumentRule()], ["Bash", "Bash"]),
+    ):
+        d = SessionDeriver(DerivationContext("s", "claude-code", "/ws"), rules)
+        assert d.feed(AssistantMessage(tool_calls=(ls, deploy))) == []
+        assert [d.feed(ToolResult(c.id, "", exit_code=0))[-1].tool for c in (ls, deploy)] == want, rules

@@ -40,6 +40,7 @@ from .derive import (
     UserInstruction,
     builtin_rules,
     check_rules,
+    derives_nothing,
 )
 from .events import FileObservation, Mutation, StateUpdate, ValidationEvidence
 
@@ -211,9 +212,15 @@ class Ledger:
             if end <= self.watermark:
                 return
             last = None
+            inert, derivers = _INERT, self.derivers
             try:
                 for ev in store.events(after_seq=self.watermark, until_seq=end):
-                    self._derive(store, ev)
+                    kind = type(ev.event)
+                    quiet = inert.get(kind)
+                    if quiet is None:
+                        quiet = inert[kind] = derives_nothing(kind)
+                    if not quiet or ev.session_id not in derivers:  # an inert event of a known session is skipped
+                        self._derive(store, ev)
                     last = ev
             finally:  # through the last event derived
                 if last is not None:
@@ -239,18 +246,21 @@ class Ledger:
         if deriver is None:
             deriver = self.derivers[sid] = self._new_deriver(store, sid)
         facts = deriver.feed(ev.event)
-        if deriver.opened or deriver.closed:
-            pws = self.workspace(store, sid)
-            pws.pending_starts.extend([ev.seq] * deriver.opened)
-            for _ in range(deriver.closed):
-                insort(pws.pending_ends, ev.seq)
-        if not facts:
+        if not facts and not (deriver.opened or deriver.closed):
             return
-        bucket = self.facts.setdefault(sid, [])
         ws = self.workspaces_of.get(sid)
         if ws is None:
             ws = self.workspaces_of[sid] = self.workspace(store, sid)
         seq = ev.seq
+        if deriver.opened or deriver.closed:
+            ws.pending_starts.extend([seq] * deriver.opened)
+            for _ in range(deriver.closed):
+                insort(ws.pending_ends, seq)
+        if not facts:
+            return
+        bucket = self.facts.get(sid)
+        if bucket is None:
+            bucket = self.facts[sid] = []
         for n, fact in enumerate(facts):
             pos = (seq, n)
             bucket.append((pos, fact))
@@ -382,6 +392,9 @@ class Ledger:
         """Whether disproof ``d`` went stale at or before ``end``."""
         return d.stale_pos is not None and d.stale_pos <= end
 
+
+_INERT: dict[type, bool] = {}
+"""Per event type: whether it derives nothing (:func:`~latch.kernel.derive.derives_nothing`), kept."""
 
 _PLAIN_FACTS = frozenset({ToolSuccess, ToolFailure, FileObservation, ValidationEvidence, UserInstruction})
 """Fact types that are neither a :class:`Mutation` nor a :class:`StateUpdate` (the workspace records nothing of

@@ -43,7 +43,7 @@ from __future__ import annotations
 from ..events import Mutation
 from .codex_exec import CodexExecRule
 from .common import Run, call_arguments, error_signature, patch_paths, process_exit_facts, shell_facts, strip_ansi
-from .deriver import BUILTIN_RULES, SessionDeriver, builtin_rules
+from .deriver import BUILTIN_RULES, SessionDeriver, builtin_rules, derives_nothing
 from .facts import (
     AGENT_EXPLICIT_TOOLS,
     AGENT_FORMAT,
@@ -75,6 +75,7 @@ __all__ = [
     "builtin_rules",
     "check_rules",
     "SessionDeriver",
+    "derives_nothing",
     "call_arguments",
     "error_signature",
     "patch_paths",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -64,11 +65,44 @@ def _error_line(lines: list[str]) -> str:
     return _marked_line(lines)
 
 
+_LEADING_ERROR_LINE_RE = lazy_compile(
+    r"\n[ \t\x1f]*(?:error|fatal|panic|exception|failed|fail\b|npm err|[\w.]*(?:Error|Exception)\b)", re.I
+)
+r""":data:`_LEADING_ERROR_RE` at the start of a line after its leading whitespace, led by the ``\n`` before the line
+(the regex looks for that newline in C, then tries the alternatives there only): in ASCII text whose only line break
+is ``\n`` (:func:`_newline_lines`), a line's leading whitespace is made of spaces, tabs and ``\x1f``, and what follows
+a stripped line (whitespace, a newline, the text's end) ends ``[\w.]*`` and makes ``\b`` as the line's end does."""
+_OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+r"""The characters besides ``\n`` that :meth:`str.splitlines` breaks ASCII text at."""
+
+
+def _newline_lines(text: str) -> bool:
+    r"""Whether ``text`` is ASCII with ``\n`` as its only line break (each ``in`` test a ``memchr``)."""
+    if not text.isascii():
+        return False
+    for c in _OTHER_BREAKS:
+        if c in text:
+            return False
+    return True
+
+
 def _text_error_line(text: str) -> str | None:
-    """``_error_line(_meaningful_lines(text))``, ``None`` when ``text`` has no meaningful line: the lines are
-    taken one at a time and the first that starts like an error ends the reading."""
+    r"""``_error_line(_meaningful_lines(text))``, ``None`` when ``text`` has no meaningful line: the first line
+    that starts like an error is found by :data:`_LEADING_ERROR_LINE_RE` (ASCII text broken at ``\n`` only), else
+    the lines are taken one at a time and the first that starts like an error ends the reading."""
+    text = strip_ansi(text)
+    if _newline_lines(text):
+        found = _LEADING_ERROR_LINE_RE.search("\n" + text)
+        if found is not None:  # found.start() in the text is where the line starts
+            end = text.find("\n", found.start())
+            s = text[found.start() : end if end >= 0 else len(text)].strip()
+            if not _HEADER_RE.match(s) and _LEADING_ERROR_RE.match(s):
+                return s
+        else:
+            kept = [s for s in (raw.strip() for raw in text.splitlines()) if s and not _HEADER_RE.match(s)]
+            return _marked_line(kept) if kept else None
     lines: list[str] = []
-    for raw in strip_ansi(text).splitlines():
+    for raw in text.splitlines():
         s = raw.strip()
         if s and not _HEADER_RE.match(s):
             if _LEADING_ERROR_RE.match(s):
@@ -104,10 +138,28 @@ _DIGITS_RE = lazy_compile(r"\d+")
 _SPACES_RE = lazy_compile(r"\s+")
 
 
+SIGNED_LINES = 1024
+"""Error lines whose signature is kept (the newest used, each at most :data:`SIGNED_LINE_CHARS` characters): a
+failing command fails again with the same line."""
+SIGNED_LINE_CHARS = 1000
+"""The longest error line whose signature is kept (:data:`SIGNED_LINES`)."""
+
+
 def _line_signature(line: str) -> str:
-    """The signature of one error line (see :func:`error_signature`)."""
-    sig = _QUOTED_RE.sub("<q>", line)
-    sig = _PATH_RE.sub("<path>", sig)
+    """The signature of one error line (see :func:`error_signature`), kept for a short line."""
+    return _kept_line_signature(line) if len(line) <= SIGNED_LINE_CHARS else _signed(line)
+
+
+@functools.lru_cache(maxsize=SIGNED_LINES)
+def _kept_line_signature(line: str) -> str:
+    return _signed(line)
+
+
+def _signed(line: str) -> str:
+    """:func:`_line_signature`, worked out."""
+    sig = _QUOTED_RE.sub("<q>", line) if "'" in line or '"' in line or "`" in line else line
+    if "/" in sig:  # every path holds one
+        sig = _PATH_RE.sub("<path>", sig)
     sig = _HEX_RE.sub("<hex>", sig)
     sig = _DIGITS_RE.sub("<n>", sig)
     sig = _SPACES_RE.sub(" ", sig).strip()
@@ -145,8 +197,10 @@ ONE_LINE_CHARS = 300
 def _one_line(text: str) -> str:
     """``" ".join(text.split())[:ONE_LINE_CHARS]``, from a prefix of ``text`` when that gives as many characters:
     collapsing whitespace maps a prefix of a text to a prefix of the text's collapsed form."""
-    if len(text) > 4 * ONE_LINE_CHARS:
-        head = " ".join(text[: 4 * ONE_LINE_CHARS].split())
+    for reach in (2 * ONE_LINE_CHARS, 4 * ONE_LINE_CHARS):
+        if len(text) <= reach:
+            break
+        head = " ".join(text[:reach].split())
         if len(head) >= ONE_LINE_CHARS:
             return head[:ONE_LINE_CHARS]
     return " ".join(text.split())[:ONE_LINE_CHARS]
@@ -215,6 +269,8 @@ class Run:
 
 
 def _exit_code(output: str) -> int | None:
+    if "xit" not in output:  # in every alternative of every pattern
+        return None
     for rx in _EXIT_RES:
         m = rx.search(output)
         if m:
@@ -339,15 +395,16 @@ def patch_paths(patch: str) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _unwrap_output(content: str) -> Run:
-    """Codex ``shell`` results are JSON ``{"output", "metadata": {"exit_code"}}``; unwrap them."""
+def _unwrap_output(content: str) -> tuple[str, int | None]:
+    """``(output, exit code or None)`` of a shell result: Codex ``shell`` results are JSON ``{"output", "metadata":
+    {"exit_code"}}``; unwrap them (any other text is the output itself)."""
     if content.startswith("{") and '"metadata"' in content:
         try:
             obj = json.loads(content)
         except (ValueError, RecursionError):  # not JSON, or nested too deeply
-            return Run(content)
+            return content, None
         if isinstance(obj, dict) and isinstance(obj.get("output"), str):
             meta = obj.get("metadata")
             code = meta.get("exit_code") if isinstance(meta, dict) else None
-            return Run(obj["output"], code if isinstance(code, int) else None)
-    return Run(content)
+            return obj["output"], code if isinstance(code, int) else None
+    return content, None

@@ -55,6 +55,31 @@ def _branch(kind: type) -> int:
     return branch
 
 
+def derives_nothing(kind: type) -> bool:
+    """Whether :meth:`SessionDeriver.feed` of an event of type ``kind`` returns ``[]`` and counts no call opened or
+    closed, whatever the event holds and whatever came before (usage, notes and other kinds no rule reads)."""
+    branch = _BRANCHES.get(kind)
+    return (branch if branch is not None else _branch(kind)) == _NOTHING
+
+
+def _rules_by_name(rules: Sequence[DerivationRule]) -> dict[str, DerivationRule] | None:
+    """``{tool name: the first of rules whose tools hold it}`` when every rule keeps the default
+    :meth:`DerivationRule.matches` (``call.name in tools``): the rule :meth:`SessionDeriver._rule` finds by trying
+    them in order. ``None`` when one decides otherwise (then they are tried in order)."""
+    by_name: dict[str, DerivationRule] = {}
+    for rule in rules:
+        own = getattr(rule, "__dict__", {})
+        if (
+            type(rule).matches is not DerivationRule.matches
+            or "matches" in own
+            or not isinstance(rule.tools, frozenset)
+        ):
+            return None
+        for name in rule.tools:
+            by_name.setdefault(name, rule)
+    return by_name
+
+
 class SessionDeriver:
     """Feeds one session's events in ``seq`` order and returns the facts each produces.
 
@@ -64,18 +89,22 @@ class SessionDeriver:
     :class:`DerivationRule` instances, tried in order; default :func:`builtin_rules`) on its call; a
     :class:`~latch.events.UserMessage` holding a real instruction is a :class:`UserInstruction`.
     A rule's :meth:`~DerivationRule.matches` is asked once per call, when the call is registered (it is a
-    function of the call).
+    function of the call); when every rule keeps the default one (the call's name in its ``tools``), the call's
+    rule is looked up by its name instead (the same rule).
     """
 
     def __init__(self, ctx: DerivationContext, rules: Sequence[DerivationRule] | None = None):
         self.ctx = ctx
         self.rules = builtin_rules() if rules is None else tuple(rules)
+        self._by_name = _rules_by_name(self.rules)  # call name -> its rule, when every rule matches by name
         self._pending: dict[str, tuple[ToolCall, DerivationRule | None]] = {}  # call id -> (call, its rule)
         self._possible: set[str] = set()  # pending calls that may mutate (rule.may_mutate)
         self.opened = 0  # of the last feed: calls that may mutate and have no result yet
         self.closed = 0  # of the last feed: such calls whose result came
 
     def _rule(self, call: ToolCall) -> DerivationRule | None:
+        if self._by_name is not None:
+            return self._by_name.get(call.name)
         for rule in self.rules:
             if rule.matches(call):
                 return rule
@@ -91,8 +120,9 @@ class SessionDeriver:
         if branch == _NOTHING:
             return []
         if branch == _CALLS:
+            by_name = self._by_name
             for call in event.tool_calls:  # type: ignore[attr-defined]
-                rule = self._rule(call)
+                rule = by_name.get(call.name) if by_name is not None else self._rule(call)
                 self._pending[call.id] = (call, rule)
                 if call.id in self._possible:
                     continue  # a repeated call id still pending: counted once
@@ -108,7 +138,7 @@ class SessionDeriver:
         return [event]
 
     def _result(self, result: ToolResult) -> list[Any]:
-        if result.eof_placeholder:
+        if result.missing and result.eof_placeholder:
             return []  # a legacy "no result yet": the call stays pending for its real result
         pending = self._pending.pop(result.call_id, None)
         if pending is None:

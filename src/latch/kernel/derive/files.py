@@ -53,10 +53,16 @@ def _patch_facts(patch: str, output: str, failed: bool, missing: bool, ctx: Deri
 
 
 _EDIT_REJECTED_RE = lazy_compile(
-    r"^(?:No replacement was performed|ERROR:|Error:|Invalid `path`|The path \S+ does not exist|"
-    r"Your proposed edit has introduced new syntax error)",
-    re.M,
+    r"\n(?:No replacement was performed|ERROR:|Error:|Invalid `path`|The path \S+ does not exist|"
+    r"Your proposed edit has introduced new syntax error)"
 )
+r"""An editor's refusal at the start of a line, searched in the text after a ``\n`` (:func:`_edit_rejected`)."""
+
+
+def _edit_rejected(head: str) -> bool:
+    r"""Whether a line of ``head`` starts with an editor's refusal: :data:`_EDIT_REJECTED_RE` led by the ``\n``
+    before each line (a multi-line ``^`` instead is tried at every character; the ``\n`` is found in C)."""
+    return _EDIT_REJECTED_RE.search("\n" + head) is not None
 
 
 def _path_arg(args: dict[str, Any]) -> str | None:
@@ -66,6 +72,8 @@ def _path_arg(args: dict[str, Any]) -> str | None:
 
 def _swe_trailer(content: str, ctx: DerivationContext) -> str | None:
     """SWE-agent appends ``(Open file: X)`` and ``(Current directory: D)``; update ``ctx``."""
+    if _TRAILER_RE.search(content) is None:  # one scan for both
+        return ctx.open_file
     if "(Current directory: " in content:
         cwd = _CWD_RE.findall(content)
         if cwd and ctx.workspace is None:
@@ -77,6 +85,8 @@ def _swe_trailer(content: str, ctx: DerivationContext) -> str | None:
     return ctx.open_file
 
 
+_TRAILER_RE = lazy_compile(r"\((?:Current directory|Open file): ")
+"""Where either trailer of :func:`_swe_trailer` may start (each holds one of its texts)."""
 _CWD_RE = lazy_compile(r"\(Current directory: ([^)\n]+)\)")
 _OPEN_FILE_RE = lazy_compile(r"\(Open file: ([^)\n]+)\)")
 
@@ -159,7 +169,7 @@ class FileToolRule(DerivationRule):
             raw = _legacy_path(call, args) if call.name in ("open", "create") else None
             if raw is None and call.name in ("edit", "insert", "create", "open"):
                 raw = open_file
-        rejected = result.is_error or bool(_EDIT_REJECTED_RE.search(result.content[:500]))
+        rejected = result.is_error or _edit_rejected(result.content[:500])
         path = ctx.path(raw) if raw is not None else None  # ctx's folders do not change below
         if not writes:
             if result.missing or path is None or result.content.startswith("Here's the files and directories"):

@@ -78,13 +78,8 @@ class ShellRule(DerivationRule):
             # Latch's own managed process: its ProcessStarted, ProcessExited and validation evidence are
             # appended by latch.agent.tools.processes when they happen; only its possible mutations derive here
             return [f for f in shell_facts(call.name, script, Run("", missing=True), ctx) if isinstance(f, Mutation)]
-        run = _unwrap_output(result.content)
-        run = Run(
-            run.output,
-            result.exit_code if result.exit_code is not None else run.exit_code,
-            result.is_error,
-            result.missing,
-        )
+        output, code = _unwrap_output(result.content)
+        run = Run(output, result.exit_code if result.exit_code is not None else code, result.is_error, result.missing)
         facts: list[Any] = []
         if ctx.foreground is not None:
             ended = result.exit_code not in (None, -1)
