@@ -3,6 +3,8 @@ decodes afresh, and the cache holds at most its capacity, whatever the history r
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -170,13 +172,27 @@ def test_a_list_read_at_once_equals_its_rows_read_one_by_one(batches, capacity):
     the same order (the least recently read go first), whatever was kept before and whatever the capacity."""
     at_once: DecodedEvents[tuple] = DecodedEvents(capacity=capacity)
     one_by_one: DecodedEvents[tuple] = DecodedEvents(capacity=capacity)
+    model: OrderedDict[int, tuple] = OrderedDict()  # seq -> (row, value): a plain LRU (these rows differ as wholes)
 
     def decode(row):
         return ("decoded", *row)
 
+    def model_get(row):
+        kept = model.get(row[0])
+        value = kept[1] if kept is not None and kept[0] == row else decode(row)
+        model[row[0]] = (row, value)
+        model.move_to_end(row[0])
+        while len(model) > capacity:
+            model.popitem(last=False)
+        return value
+
     for rows in batches:
-        assert at_once.get_all(rows, decode) == [one_by_one.get(r, decode) for r in rows]
+        got = at_once.get_all(rows, decode)
+        assert got == [one_by_one.get(r, decode) for r in rows] == [model_get(r) for r in rows]
         assert list(at_once._by_seq.items()) == list(one_by_one._by_seq.items())
+        assert list(at_once._by_seq) == list(model) and [v for _, v in at_once._by_seq.values()] == [
+            v for _, v in model.values()
+        ]
         assert len(at_once) <= capacity
 
 

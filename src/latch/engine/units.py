@@ -151,25 +151,13 @@ class MessageCosts:
         """``[price(m, cost) for m in messages]``: each message's kept tokens, else ``cost(m)`` (then kept), in one
         loop (a unit's messages are priced together)."""
         out: list[int] = []
+        kept, keep = self._kept, self._keep
         for m in messages:
-            content = m.content
-            key = (m.seq, id(content))
-            got = self._new.get(key) or self._old.get(key)
-            if (
-                got is not None
-                and got[0] is content
-                and got[1] is m.tool_call_id
-                and (got[2] is m.tool_calls or _same_calls(got[2], m.tool_calls))
-                and (got[3] is m.media or got[3] == m.media)
-            ):
-                out.append(got[4])
-                continue
-            tokens = cost(m)
-            new = self._new
-            if len(new) >= MESSAGE_COSTS_KEPT:
-                self._old, new = new, {}
-                self._new = new
-            new[key] = (content, m.tool_call_id, m.tool_calls, m.media, tokens)
+            key = (m.seq, id(m.content))
+            tokens = kept(m, key)
+            if tokens is None:
+                tokens = cost(m)
+                keep(m, key, tokens)
             out.append(tokens)
         return out
 

@@ -54,24 +54,7 @@ class DecodedEvents(Generic[T]):
 
     def get(self, row: Sequence[Any], decode: Callable[[Sequence[Any]], T]) -> T:
         """The value of ``row``: the one kept for an identical row, else ``decode(row)`` (then kept)."""
-        if len(row) == 6 and type(payload := row[3]) is str:  # a store's row: only its payload is long
-            p = payload if len(payload) <= _SHORT else (len(payload), payload[:_EDGE], payload[-_EDGE:])
-            key: tuple[Any, ...] = (row[0], row[1], row[2], p, row[4], row[5])
-        else:
-            key = tuple(x if not isinstance(x, str) or len(x) <= _SHORT else (len(x), hash(x)) for x in row)
-        hit = self._by_seq.get(key[0])
-        if hit is not None and hit[0] == key:
-            with self._lock:
-                if key[0] in self._by_seq:
-                    self._by_seq.move_to_end(key[0])
-            return hit[1]
-        value = decode(row)
-        with self._lock:
-            self._by_seq[key[0]] = (key, value)
-            self._by_seq.move_to_end(key[0])  # (a replaced row: now the one read last too)
-            while len(self._by_seq) > self.capacity:
-                self._by_seq.popitem(last=False)
-        return value
+        return self.get_all((row,), decode)[0]
 
     def get_all(self, rows: Sequence[Sequence[Any]], decode: Callable[[Sequence[Any]], T]) -> list[T]:
         """``[self.get(row, decode) for row in rows]``: equal values and the same rows kept in the same order, with
