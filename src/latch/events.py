@@ -41,7 +41,7 @@ import os
 import re
 import sys
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from .records import dataclass
@@ -55,6 +55,7 @@ _T = TypeVar("_T")
 
 __all__ = [
     "slot_constructor",
+    "EventClassTable",
     "PendingEvent",
     "Event",
     "UserMessage",
@@ -427,6 +428,28 @@ def _decoder(cls: type) -> Callable[[Mapping[str, Any]], Any]:
     exec("\n".join(lines), env)  # noqa: S102 - the text is made here from the class's field names
     made: Callable[[Mapping[str, Any]], Any] = env["decode"]
     return made
+
+
+_V = TypeVar("_V")
+
+
+class EventClassTable(dict[type, _V]):
+    """A value per event class: ``table[cls]`` is the value of the first ``(base, value)`` of ``bases`` with
+    ``issubclass(cls, base)`` (``base`` a class or a tuple of classes), else ``default``. So a subclass of an event
+    class reads as that class, in the order given. Worked out once per class met, then a plain dict lookup (the
+    dispatch of code that handles each event by its class). Raises nothing for any class."""
+
+    __slots__ = ("bases", "default")
+
+    def __init__(self, bases: Sequence[tuple[type | tuple[type, ...], _V]], default: _V):
+        super().__init__()
+        self.bases = tuple(bases)
+        self.default = default
+
+    def __missing__(self, cls: type) -> _V:
+        value = next((v for base, v in self.bases if issubclass(cls, base)), self.default)
+        self[cls] = value
+        return value
 
 
 def slot_constructor(cls: type[_T]) -> Callable[..., _T]:

@@ -76,6 +76,7 @@ from ..events import (
     AssistantMessage,
     CompactionMarker,
     Event,
+    EventClassTable,
     RawArguments,
     SubagentMarker,
     SystemNote,
@@ -713,10 +714,7 @@ class EpisodeIndex:
                     f"{stored.session_id}; a session change needs rebuild()"
                 )
             event = stored.event
-            read = readers.get(type(event))
-            if read is None:
-                read = readers[type(event)] = _reader(type(event))
-            read(self, seq, event)
+            readers[type(event)](self, seq, event)
             self.watermark = seq
             accepted += 1
         return accepted
@@ -730,7 +728,7 @@ class EpisodeIndex:
         self._reset()
         return self.extend(stored_events)
 
-    # Each _read_* method accepts one event of its kind (_reader picks it by the event's type): the segment it
+    # Each _read_* method accepts one event of its kind (_READERS picks it by the event's class): the segment it
     # joins (_segment, or a new one for an intent), its text volume, terms, files, tools, calls and markers.
     def _segment(self, seq: int, unit_start: bool) -> _Open:
         """The open segment event ``seq`` (not a new intent) joins, counted in: a first segment when none is
@@ -1071,16 +1069,8 @@ class EpisodeIndex:
         return ""
 
 
-_READERS: dict[type, Callable[[EpisodeIndex, int, Any], None]] = {}
-"""The reader of each event type met so far (:func:`_reader`)."""
-
-
-def _reader(kind: type) -> Callable[[EpisodeIndex, int, Any], None]:
-    """The :class:`EpisodeIndex` method that accepts an event of type ``kind``: chosen by the first of the event
-    classes ``kind`` is (a subclass is read as its base)."""
-    if kind is Usage:  # the most frequent kind after messages and results: nothing to read
-        return EpisodeIndex._read_nothing
-    for base, read in (
+_READERS: EventClassTable[Callable[[EpisodeIndex, int, Any], None]] = EventClassTable(
+    (
         (UserMessage, EpisodeIndex._read_user),
         (AssistantMessage, EpisodeIndex._read_assistant),
         (ToolResult, EpisodeIndex._read_result),
@@ -1088,10 +1078,10 @@ def _reader(kind: type) -> Callable[[EpisodeIndex, int, Any], None]:
         (SystemNote, EpisodeIndex._read_note),
         (CompactionMarker, EpisodeIndex._read_compaction),
         (SubagentMarker, EpisodeIndex._read_subagent),
-    ):
-        if issubclass(kind, base):
-            return read
-    return EpisodeIndex._read_other
+    ),
+    EpisodeIndex._read_other,
+)
+"""The :class:`EpisodeIndex` method that accepts an event of each class (a subclass is read as its event class)."""
 
 
 def _render_line(ep: Episode) -> str:

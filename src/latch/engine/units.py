@@ -45,7 +45,15 @@ from typing import Any
 
 from ..count_cache import cached_counter
 from ..estimators import ChatFraming, estimator_for_model
-from ..events import AssistantMessage, MediaRef, ToolResult, UserMessage, canonical_bytes, slot_constructor
+from ..events import (
+    AssistantMessage,
+    EventClassTable,
+    MediaRef,
+    ToolResult,
+    UserMessage,
+    canonical_bytes,
+    slot_constructor,
+)
 from ..port import ContextView, Estimator, SessionContext, TokenCountCache, ViewMessage, ViewToolCall
 
 __all__ = [
@@ -552,24 +560,8 @@ def _user_message(seq: int, u: UserMessage) -> ViewMessage:
 
 
 _ASSISTANT, _RESULT, _USER, _OTHER = range(4)
-_ROLES: dict[type, int] = {}
-"""Event class -> its part in the segmentation (:func:`_role`), filled as classes are met."""
-
-
-def _role(cls: type) -> int:
-    """What the segmentation reads an event of ``cls`` as, by the first of its checks the class passes (a subclass
-    reads as its base class)."""
-    role = (
-        _ASSISTANT
-        if issubclass(cls, AssistantMessage)
-        else _RESULT
-        if issubclass(cls, ToolResult)
-        else _USER
-        if issubclass(cls, UserMessage)
-        else _OTHER
-    )
-    _ROLES[cls] = role
-    return role
+_ROLES = EventClassTable(((AssistantMessage, _ASSISTANT), (ToolResult, _RESULT), (UserMessage, _USER)), _OTHER)
+"""What the segmentation reads an event of each class as (a subclass reads as its event class)."""
 
 
 _call_id = operator.attrgetter("id")
@@ -633,9 +625,7 @@ class UnitBuilder:
     def feed(self, stored: Any) -> list[Unit]:
         """Accept one stored event (``seq``, ``event``); return the units it completes (0, 1 or 2)."""
         ev = stored.event
-        role = _ROLES.get(type(ev))
-        if role is None:
-            role = _role(type(ev))
+        role = _ROLES[type(ev)]
         if role == _OTHER:
             return []
         seq = stored.seq

@@ -212,14 +212,11 @@ class Ledger:
             if end <= self.watermark:
                 return
             last = None
-            inert, derivers = _INERT, self.derivers
+            derivers = self.derivers
             try:
                 for ev in store.events(after_seq=self.watermark, until_seq=end):
-                    kind = type(ev.event)
-                    quiet = inert.get(kind)
-                    if quiet is None:
-                        quiet = inert[kind] = derives_nothing(kind)
-                    if not quiet or ev.session_id not in derivers:  # an inert event of a known session is skipped
+                    # an event that derives nothing, of a session already derived, is skipped
+                    if ev.session_id not in derivers or not derives_nothing(type(ev.event)):
                         self._derive(store, ev)
                     last = ev
             finally:  # through the last event derived
@@ -392,9 +389,6 @@ class Ledger:
         """Whether disproof ``d`` went stale at or before ``end``."""
         return d.stale_pos is not None and d.stale_pos <= end
 
-
-_INERT: dict[type, bool] = {}
-"""Per event type: whether it derives nothing (:func:`~latch.kernel.derive.derives_nothing`), kept."""
 
 _PLAIN_FACTS = frozenset({ToolSuccess, ToolFailure, FileObservation, ValidationEvidence, UserInstruction})
 """Fact types that are neither a :class:`Mutation` nor a :class:`StateUpdate` (the workspace records nothing of

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
+from ...events import AssistantMessage, Event, EventClassTable, ToolCall, ToolResult, UserMessage
 from ..events import ProcessStarted
 from .codex_exec import CodexExecRule
 from .common import _action, _excerpt, call_arguments, error_signature
@@ -32,34 +32,17 @@ def builtin_rules() -> tuple[DerivationRule, ...]:
 
 
 _CALLS, _RESULT, _USER, _RECORD, _NOTHING = range(5)
-"""What :meth:`SessionDeriver.feed` does with an event, by its type (:func:`_branch`)."""
-_BRANCHES: dict[type, int] = {}
-
-
-def _branch(kind: type) -> int:
-    """The branch of :meth:`SessionDeriver.feed` for events of type ``kind``: the first of its ``isinstance`` tests
-    that holds, in their order (kept per type)."""
-    branch = _BRANCHES.get(kind)
-    if branch is None:
-        if issubclass(kind, AssistantMessage):
-            branch = _CALLS
-        elif issubclass(kind, ToolResult):
-            branch = _RESULT
-        elif issubclass(kind, UserMessage):
-            branch = _USER
-        elif issubclass(kind, KERNEL_RECORDS):
-            branch = _RECORD
-        else:
-            branch = _NOTHING
-        _BRANCHES[kind] = branch
-    return branch
+_BRANCHES = EventClassTable(
+    ((AssistantMessage, _CALLS), (ToolResult, _RESULT), (UserMessage, _USER), (KERNEL_RECORDS, _RECORD)), _NOTHING
+)
+"""What :meth:`SessionDeriver.feed` does with an event, by its class: the first of its ``isinstance`` tests that holds,
+in their order."""
 
 
 def derives_nothing(kind: type) -> bool:
     """Whether :meth:`SessionDeriver.feed` of an event of type ``kind`` returns ``[]`` and counts no call opened or
     closed, whatever the event holds and whatever came before (usage, notes and other kinds no rule reads)."""
-    branch = _BRANCHES.get(kind)
-    return (branch if branch is not None else _branch(kind)) == _NOTHING
+    return _BRANCHES[kind] == _NOTHING
 
 
 def _rules_by_name(rules: Sequence[DerivationRule]) -> dict[str, DerivationRule] | None:
@@ -114,9 +97,7 @@ class SessionDeriver:
         """The facts of ``event``; afterwards :attr:`opened`/:attr:`closed` count the possibly-mutating calls
         it registered (no result yet) and resolved."""
         self.opened = self.closed = 0
-        branch = _BRANCHES.get(type(event))
-        if branch is None:
-            branch = _branch(type(event))
+        branch = _BRANCHES[type(event)]
         if branch == _NOTHING:
             return []
         if branch == _CALLS:
